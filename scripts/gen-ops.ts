@@ -1,0 +1,317 @@
+// Generates src/core/ops.generated.ts: typed wrappers for the ops in op-list.ts, from the
+// schemas the installed libtorch registers with its dispatcher. Run: npm run gen:ops
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { OpArgSchema, OpSchema } from '../src/core/native.ts';
+import { native } from '../src/core/native.ts';
+import { NO_METHOD, OPS, RENAMED_FUNCTIONS, VARARGS_METHODS } from './op-list.ts';
+
+const OUT = fileURLToPath(new URL('../src/core/ops.generated.ts', import.meta.url));
+
+const camel = (s: string) => {
+  const lead = s.match(/^_*/)![0];
+  const trail = s.endsWith('_') ? '_' : '';
+  const core = s.slice(lead.length, s.length - trail.length);
+  return lead + core.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) + trail;
+};
+
+const baseType = (a: OpArgSchema) => a.type.replace(/\?$/, '');
+const isDType = (a: OpArgSchema) => baseType(a) === 'ScalarType';
+const isMemoryFormat = (a: OpArgSchema) => baseType(a) === 'MemoryFormat';
+const isLayout = (a: OpArgSchema) => baseType(a) === 'Layout';
+
+function tsType(a: OpArgSchema): string {
+  let t: string;
+  if (isDType(a)) t = 'DType';
+  else if (isMemoryFormat(a)) t = 'MemoryFormat';
+  else if (isLayout(a)) t = 'number';
+  else {
+    t = {
+      Tensor: 'Tensor',
+      'Tensor[]': 'Tensor[]',
+      'Tensor?[]': '(Tensor | null)[]',
+      int: 'number',
+      'int[]': a.fixedLength ? 'number | number[]' : 'number[]',
+      float: 'number',
+      'float[]': 'number[]',
+      bool: 'boolean',
+      'bool[]': 'boolean[]',
+      Scalar: 'Scalar',
+      'Scalar[]': 'Scalar[]',
+      str: 'string',
+      Device: 'DeviceLike',
+      Generator: 'Generator',
+    }[a.kind]!;
+  }
+  return a.optional ? `${t} | null` : t;
+}
+
+// Ranks kinds so that, among overloads with equally many positional parameters, the one
+// expecting the narrower JS value is tried first (Tensor before Scalar, int before int[]).
+const KIND_RANK: Record<string, number> = {
+  Tensor: 0,
+  int: 1,
+  bool: 2,
+  float: 3,
+  Scalar: 4,
+  str: 5,
+  Device: 6,
+  Generator: 7,
+  'Tensor[]': 8,
+  'Tensor?[]': 9,
+  'int[]': 10,
+  'float[]': 11,
+  'bool[]': 12,
+  'Scalar[]': 13,
+};
+
+function predicate(a: OpArgSchema, v: string): string {
+  let p: string;
+  if (isDType(a) || isMemoryFormat(a)) p = `typeof ${v} === 'string'`;
+  else {
+    p = {
+      Tensor: `${v} instanceof Tensor`,
+      'Tensor[]': `isTensorList(${v})`,
+      'Tensor?[]': `Array.isArray(${v})`,
+      int: `typeof ${v} === 'number'`,
+      'int[]': a.fixedLength ? `isIntListOrInt(${v})` : `isIntList(${v})`,
+      float: `typeof ${v} === 'number'`,
+      'float[]': `Array.isArray(${v})`,
+      bool: `typeof ${v} === 'boolean'`,
+      'bool[]': `Array.isArray(${v})`,
+      Scalar: `isScalar(${v})`,
+      'Scalar[]': `Array.isArray(${v})`,
+      str: `typeof ${v} === 'string'`,
+      Device: `typeof ${v} === 'string'`,
+      Generator: `${v} instanceof Generator`,
+    }[a.kind]!;
+  }
+  const missingOk = a.optional || a.hasDefault;
+  const nullOk = a.optional;
+  const alts = [p];
+  if (missingOk) alts.unshift(`${v} === undefined`);
+  if (nullOk) alts.unshift(`${v} === null`);
+  return alts.length > 1 ? `(${alts.join(' || ')})` : p;
+}
+
+function convert(a: OpArgSchema, v: string, op: string): string {
+  const where = `'${op}', '${a.name}'`;
+  switch (a.kind) {
+    case 'Tensor':
+      return a.optional ? `oth(${v}, ${where})` : `th(${v}, ${where})`;
+    case 'Tensor[]':
+      return `ths(${v}, ${where})`;
+    case 'Tensor?[]':
+      return `oths(${v}, ${where})`;
+    case 'Generator':
+      return `gh(${v})`;
+    case 'int':
+      if (isDType(a)) return `dc(${v})`;
+      if (isMemoryFormat(a)) return `mfc(${v})`;
+      return v;
+    default:
+      return v;
+  }
+}
+
+function returnType(s: OpSchema): string {
+  const one = (r: OpArgSchema) =>
+    ({
+      Tensor: r.optional ? 'Tensor | null' : 'Tensor',
+      'Tensor[]': 'Tensor[]',
+      int: 'number',
+      float: 'number',
+      bool: 'boolean',
+      Scalar: 'number',
+      'int[]': 'number[]',
+      str: 'string',
+    })[r.kind] ?? 'unknown';
+  if (s.returns.length === 0) return 'void';
+  if (s.returns.length === 1) return one(s.returns[0]);
+  return `[${s.returns.map(one).join(', ')}]`;
+}
+
+function returnExpr(s: OpSchema, call: string, args: string[]): string {
+  const writtenArg = s.args.findIndex((a) => a.writes);
+  const one = (r: OpArgSchema, v: string): string => {
+    if (r.kind === 'Tensor' && r.writes && writtenArg >= 0) return args[writtenArg];
+    if (r.kind === 'Tensor') return r.optional ? `owrap(${v})` : `wrap(${v} as number)`;
+    if (r.kind === 'Tensor[]') return `(${v} as number[]).map(wrap)`;
+    return `${v} as ${({ int: 'number', float: 'number', bool: 'boolean', Scalar: 'number' } as Record<string, string>)[r.kind] ?? 'unknown'}`;
+  };
+  if (s.returns.length === 0) return `${call};\n    return;`;
+  if (s.returns.length === 1) {
+    const r = s.returns[0];
+    if (r.kind === 'Tensor' && r.writes && writtenArg >= 0)
+      return `${call};\n    return ${args[writtenArg]};`;
+    return `return ${one(r, call)};`;
+  }
+  return `const r = ${call} as unknown[];\n    return [${s.returns.map((r, i) => one(r, `r[${i}]`)).join(', ')}];`;
+}
+
+const usable = (s: OpSchema) =>
+  ![...s.args, ...s.returns].some((a) => a.kind === 'unsupported') &&
+  !s.args.some((a) => a.writes && a.kwargOnly) && // `out=` variants
+  !s.overload.endsWith('out') &&
+  !s.returns.some((r) => r.kind !== 'Tensor' && r.writes);
+
+const ops = native.listOps();
+const byName = new Map<string, OpSchema[]>();
+for (const s of ops) {
+  const base = s.name.replace(/^aten::/, '');
+  if (!OPS.includes(base) || !usable(s)) continue;
+  if (!byName.has(base)) byName.set(base, []);
+  byName.get(base)!.push(s);
+}
+
+/** Factories (zeros, randn, ...) take dtype/device options and, as in PyTorch, requiresGrad. */
+const isFactory = (s: OpSchema) =>
+  s.args.some((a) => a.kwargOnly && a.name === 'device') &&
+  s.returns.length === 1 &&
+  s.returns[0].kind === 'Tensor';
+const positional = (s: OpSchema) => s.args.filter((a) => !a.kwargOnly);
+const keywords = (s: OpSchema) => s.args.filter((a) => a.kwargOnly);
+function sortKey(s: OpSchema): number[] {
+  return [positional(s).length, ...positional(s).map((a) => KIND_RANK[a.kind] ?? 99)];
+}
+function compareKeys(a: number[], b: number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const d = (a[i] ?? -1) - (b[i] ?? -1);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+const qualified: string[] = [];
+const opIndex = (s: OpSchema) => {
+  qualified.push(`${s.name}${s.overload ? `.${s.overload}` : ''}`);
+  return qualified.length - 1;
+};
+
+function paramList(s: OpSchema, skipSelf: boolean): string {
+  const pos = positional(s).slice(skipSelf ? 1 : 0);
+  // a parameter may be marked optional only when all after it are too
+  let lastRequired = -1;
+  pos.forEach((a, i) => {
+    if (!a.hasDefault) lastRequired = i;
+  });
+  const parts = pos.map((a, i) => `${camel(a.name)}${i > lastRequired ? '?' : ''}: ${tsType(a)}`);
+  const kw = keywords(s).map((a) => `${camel(a.name)}?: ${tsType(a)}`);
+  if (isFactory(s)) kw.push('requiresGrad?: boolean');
+  if (kw.length) parts.push(`opts?: { ${kw.join('; ')} }`);
+  return parts.join(', ');
+}
+
+const lines: string[] = [];
+const methodDecls: string[] = [];
+const methodImpls: string[] = [];
+const exported: string[] = [];
+
+for (const base of [...new Set(OPS)]) {
+  const overloads = byName.get(base);
+  if (!overloads) {
+    console.warn(`gen-ops: no usable schema for ${base}`);
+    continue;
+  }
+  overloads.sort((a, b) => compareKeys(sortKey(a), sortKey(b)));
+  const fn = RENAMED_FUNCTIONS[base] ?? camel(base);
+  exported.push(fn);
+  const single = overloads.length === 1;
+  for (const s of overloads) {
+    lines.push(`/** \`${s.schema}\` */`);
+    lines.push(`export function ${fn}(${paramList(s, false)}): ${returnType(s)};`);
+  }
+  lines.push(`export function ${fn}(...a: any[]): any {`);
+  const anyKw = overloads.some((s) => keywords(s).length > 0);
+  lines.push(anyKw ? '  const n = positionalCount(a);' : '  const n = a.length;');
+  for (const s of overloads) {
+    const idx = opIndex(s);
+    const pos = positional(s);
+    const kw = keywords(s);
+    const required = pos.filter((p) => !p.hasDefault).length;
+    const args = pos.map((_, i) => `a[${i}]`);
+    const converted = pos.map((p, i) => convert(p, args[i], qualified[idx]));
+    if (kw.length) {
+      for (const k of kw) converted.push(convert(k, `a[n]?.${camel(k.name)}`, qualified[idx]));
+    }
+    const call = `N.call(op(${idx})${converted.length ? `, ${converted.join(', ')}` : ''})`;
+    const body = isFactory(s) ? `return rg(wrap(${call} as number), a[n]);` : returnExpr(s, call, args);
+    if (single) {
+      lines.push(`  if (n > ${pos.length}) throw noOverload('${fn}', a);`);
+      lines.push(`  ${body.replace(/\n {4}/g, '\n  ')}`);
+    } else {
+      const conds = [`n >= ${required}`, `n <= ${pos.length}`];
+      if (!kw.length && anyKw) conds.push('n === a.length');
+      for (const [i, p] of pos.entries()) conds.push(predicate(p, `a[${i}]`));
+      lines.push(`  if (${conds.join(' && ')}) {`);
+      lines.push(`    ${body}`);
+      lines.push('  }');
+    }
+  }
+  if (!single) lines.push(`  throw noOverload('${fn}', a);`);
+  lines.push('}', '');
+
+  // Tensor methods: the overloads whose first argument is `self: Tensor`.
+  const methodOverloads = overloads.filter(
+    (s) => positional(s)[0]?.name === 'self' && positional(s)[0].kind === 'Tensor',
+  );
+  if (NO_METHOD.has(base) || methodOverloads.length === 0) continue;
+  const m = camel(base);
+  for (const s of methodOverloads) {
+    methodDecls.push(`    /** \`${s.schema}\` */`);
+    methodDecls.push(`    ${m}(${paramList(s, true)}): ${returnType(s)};`);
+    if (VARARGS_METHODS.has(base) && positional(s)[1]?.kind === 'int[]') {
+      methodDecls.push(`    ${m}(...${camel(positional(s)[1].name)}: number[]): ${returnType(s)};`);
+    }
+  }
+  const impl = VARARGS_METHODS.has(base)
+    ? `function (this: Tensor, ...a: any[]) {\n  return typeof a[0] === 'number' ? (${fn} as any)(this, a) : (${fn} as any)(this, ...a);\n}`
+    : `function (this: Tensor, ...a: any[]) {\n  return (${fn} as any)(this, ...a);\n}`;
+  methodImpls.push(`proto.${m} = ${impl};`);
+}
+
+const header = `// GENERATED by scripts/gen-ops.ts from the schemas of libtorch ${native.buildInfo().torchVersion}. Do not edit.
+// Regenerate with \`npm run gen:ops\` after changing scripts/op-list.ts.
+/* eslint-disable */
+import type { DType, MemoryFormat } from './dtype.ts';
+import { native as N } from './native.ts';
+import {
+  dc,
+  gh,
+  isIntList,
+  isIntListOrInt,
+  isScalar,
+  isTensorList,
+  makeOpTable,
+  mfc,
+  noOverload,
+  oth,
+  oths,
+  owrap,
+  positionalCount,
+  rg,
+  th,
+  ths,
+} from './op-support.ts';
+import { Generator } from './random.ts';
+import { type DeviceLike, type Scalar, Tensor, wrap } from './tensor.ts';
+
+const op = makeOpTable([
+${qualified.map((q) => `  '${q}',`).join('\n')}
+]);
+
+`;
+
+const methods = `
+declare module './tensor.ts' {
+  interface Tensor {
+${methodDecls.join('\n')}
+  }
+}
+
+const proto = Tensor.prototype as any;
+${methodImpls.join('\n')}
+`;
+
+writeFileSync(OUT, `${header}${lines.join('\n')}${methods}`);
+console.log(`gen-ops: wrote ${exported.length} functions (${qualified.length} overloads) to ${OUT}`);

@@ -1,0 +1,148 @@
+// dtypes: names as in PyTorch (without the `torch.` prefix), codes as c10::ScalarType.
+
+export type DType =
+  | 'float32'
+  | 'float64'
+  | 'float16'
+  | 'bfloat16'
+  | 'int64'
+  | 'int32'
+  | 'int16'
+  | 'int8'
+  | 'uint8'
+  | 'bool';
+
+export const DTYPES: readonly DType[] = [
+  'float32',
+  'float64',
+  'float16',
+  'bfloat16',
+  'int64',
+  'int32',
+  'int16',
+  'int8',
+  'uint8',
+  'bool',
+];
+
+const CODES: Record<DType, number> = {
+  uint8: 0,
+  int8: 1,
+  int16: 2,
+  int32: 3,
+  int64: 4,
+  float16: 5,
+  float32: 6,
+  float64: 7,
+  bool: 11,
+  bfloat16: 15,
+};
+
+// Aliases PyTorch users type.
+const ALIASES: Record<string, DType> = {
+  float: 'float32',
+  double: 'float64',
+  half: 'float16',
+  long: 'int64',
+  int: 'int32',
+  short: 'int16',
+  byte: 'uint8',
+};
+
+const BY_CODE: (DType | undefined)[] = [];
+for (const [name, code] of Object.entries(CODES)) BY_CODE[code] = name as DType;
+
+export function dtypeCode(d: DType | string): number {
+  const code = CODES[d as DType] ?? CODES[ALIASES[d] as DType];
+  if (code === undefined) {
+    throw new TypeError(`unknown dtype '${String(d)}'; expected one of ${DTYPES.join(', ')}`);
+  }
+  return code;
+}
+
+export function dtypeFromCode(code: number): DType {
+  const d = BY_CODE[code];
+  if (d === undefined) throw new TypeError(`tsddp does not support the libtorch dtype with code ${code}`);
+  return d;
+}
+
+export function isFloatingPoint(d: DType): boolean {
+  return d === 'float32' || d === 'float64' || d === 'float16' || d === 'bfloat16';
+}
+
+export const ITEM_SIZE: Record<DType, number> = {
+  float32: 4,
+  float64: 8,
+  float16: 2,
+  bfloat16: 2,
+  int64: 8,
+  int32: 4,
+  int16: 2,
+  int8: 1,
+  uint8: 1,
+  bool: 1,
+};
+
+export type TypedArray =
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | Int32Array
+  | Int16Array
+  | Int8Array
+  | Uint8Array
+  | Uint16Array;
+
+/** The typed array that holds values of a dtype (float16/bfloat16 come out as float32, bool as uint8). */
+export function typedArrayFor(code: number, buffer: ArrayBuffer): TypedArray {
+  switch (code) {
+    case 6:
+      return new Float32Array(buffer);
+    case 7:
+      return new Float64Array(buffer);
+    case 4:
+      return new BigInt64Array(buffer);
+    case 3:
+      return new Int32Array(buffer);
+    case 2:
+      return new Int16Array(buffer);
+    case 1:
+      return new Int8Array(buffer);
+    case 0:
+    case 11:
+      return new Uint8Array(buffer);
+    default:
+      throw new TypeError(`no typed array for dtype code ${code}`);
+  }
+}
+
+/** The dtype a TypedArray's elements have, for tensor(typedArray). */
+export function dtypeOfTypedArray(a: ArrayBufferView): DType | undefined {
+  if (a instanceof Float32Array) return 'float32';
+  if (a instanceof Float64Array) return 'float64';
+  if (a instanceof BigInt64Array) return 'int64';
+  if (a instanceof Int32Array) return 'int32';
+  if (a instanceof Int16Array) return 'int16';
+  if (a instanceof Int8Array) return 'int8';
+  if (a instanceof Uint8Array || a instanceof Uint8ClampedArray) return 'uint8';
+  return undefined;
+}
+
+export type MemoryFormat = 'contiguousFormat' | 'channelsLast' | 'preserveFormat' | 'channelsLast3d';
+
+const MEMORY_FORMATS: Record<MemoryFormat, number> = {
+  contiguousFormat: 0,
+  preserveFormat: 1,
+  channelsLast: 2,
+  channelsLast3d: 3,
+};
+
+export function memoryFormatCode(f: MemoryFormat): number {
+  const code = MEMORY_FORMATS[f];
+  if (code === undefined) {
+    throw new TypeError(
+      `unknown memory format '${String(f)}'; expected one of ${Object.keys(MEMORY_FORMATS).join(', ')}`,
+    );
+  }
+  return code;
+}

@@ -1,0 +1,20 @@
+/** An error raised by libtorch, carrying the op that raised it (e.g. `aten::add.Tensor`). */
+export class TorchError extends Error {
+  override name = 'TorchError';
+  readonly op: string;
+  /** libtorch's message without the op prefix. */
+  readonly detail: string;
+
+  constructor(op: string, detail: string) {
+    super(`${op}: ${firstLines(detail)}`);
+    this.op = op;
+    this.detail = detail;
+  }
+}
+
+// libtorch appends C++ context ("Exception raised from ... (most recent call first)")
+// to some messages; the lines before it are the ones a user needs.
+function firstLines(message: string): string {
+  const cut = message.indexOf('\nException raised from');
+  return (cut >= 0 ? message.slice(0, cut) : message).trim();
+}

@@ -1,0 +1,121 @@
+// The single place that loads the native addon (native/build/Release/tsddp.node).
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { TorchError } from './errors.ts';
+
+/** The addon's exports. Handles are small integers indexing the native slot table. */
+export interface NativeAddon {
+  setErrorClass(ctor: typeof TorchError): void;
+  // tensors
+  fromTyped(
+    data: ArrayBufferView | ArrayBuffer,
+    shape: number[],
+    src: number,
+    dst: number,
+    device?: string,
+  ): number;
+  fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: number): number;
+  toBytes(h: number): [ArrayBuffer, number];
+  toBytesAsync(h: number): Promise<[ArrayBuffer, number]>;
+  item(h: number): number | boolean;
+  dispose(h: number): void;
+  disposeMany(handles: Int32Array, count: number): void;
+  shape(h: number): number[];
+  strides(h: number): number[];
+  dim(h: number): number;
+  numel(h: number): number;
+  dtype(h: number): number;
+  device(h: number): string;
+  isContiguous(h: number, memoryFormat?: number): boolean;
+  sameStorage(a: number, b: number): boolean;
+  memory(): { tensors: number; bytes: number };
+  // dispatcher
+  findOp(name: string, overload: string): number;
+  call(id: number, ...args: unknown[]): unknown;
+  listOps(): OpSchema[];
+  opSchema(id: number): OpSchema;
+  // autograd
+  backward(
+    tensors: number[],
+    grads: (number | null)[],
+    retainGraph?: boolean,
+    createGraph?: boolean,
+    inputs?: number[],
+  ): void;
+  grad(
+    outputs: number[],
+    inputs: number[],
+    gradOutputs: (number | null)[],
+    retainGraph?: boolean,
+    createGraph?: boolean,
+    allowUnused?: boolean,
+  ): (number | null)[];
+  getGrad(h: number): number | null;
+  setGrad(h: number, g: number | null): void;
+  requiresGrad(h: number): boolean;
+  setRequiresGrad(h: number, flag: boolean): void;
+  isLeaf(h: number): boolean;
+  retainGrad(h: number): void;
+  gradFn(h: number): string | null;
+  isGradEnabled(): boolean;
+  setGradEnabled(flag: boolean): void;
+  getAutocast(deviceType: string): [boolean, number];
+  setAutocast(deviceType: string, enabled: boolean, dtype: number): void;
+  autocastEnter(): number;
+  autocastExit(): number;
+  // random, threads, build facts
+  manualSeed(seed: number | bigint): void;
+  generatorNew(device: string): number;
+  generatorDefault(): number;
+  generatorManualSeed(g: number, seed: number | bigint): void;
+  generatorInitialSeed(g: number): bigint;
+  generatorGetState(g: number): number;
+  generatorSetState(g: number, state: number): void;
+  getNumThreads(): number;
+  setNumThreads(n: number): void;
+  buildInfo(): BuildInfo;
+}
+
+export interface BuildInfo {
+  torchVersion: string;
+  cudaAvailable: boolean;
+  cudaDeviceCount: number;
+  cudaCompiled: boolean;
+  threads: number;
+  parallelInfo: string;
+  compiler: string;
+  buildFlags?: string;
+}
+
+export interface OpArgSchema {
+  name: string;
+  type: string;
+  kind: string;
+  optional: boolean;
+  hasDefault: boolean;
+  kwargOnly: boolean;
+  writes: boolean;
+  fixedLength: number;
+}
+
+export interface OpSchema {
+  name: string;
+  overload: string;
+  schema: string;
+  args: OpArgSchema[];
+  returns: OpArgSchema[];
+}
+
+const addonPath = fileURLToPath(new URL('../../native/build/Release/tsddp.node', import.meta.url));
+
+function load(): NativeAddon {
+  if (!existsSync(addonPath)) {
+    throw new Error(`tsddp: the native addon is not built (${addonPath} is missing); run \`npm run setup\``);
+  }
+  const addon = createRequire(import.meta.url)(addonPath) as NativeAddon;
+  addon.setErrorClass(TorchError);
+  return addon;
+}
+
+export const native: NativeAddon = load();

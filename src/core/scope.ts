@@ -1,0 +1,174 @@
+// Memory scopes. V8 does not see tensor memory, so garbage collection alone would let
+// it pile up: tensors created inside tidy()/scope() are freed when the scope ends,
+// except what the scope returns or keep() marks. A tensor created outside any scope is
+// registered with a FinalizationRegistry as a safety net (DESIGN §4): registering costs
+// about half a microsecond, so only tensors that escape a scope pay it.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { native } from './native.ts';
+
+/** What scopes hold: anything with a native handle (Tensor). */
+export interface Handle {
+  /** Native slot handle; -1 once disposed. */
+  h: number;
+  /** Bit flags: KEPT, FINALIZED. */
+  f: number;
+}
+
+const KEPT = 1;
+const FINALIZED = 2;
+
+const finalizer = new FinalizationRegistry<number>((h) => native.dispose(h));
+
+export class Scope implements Disposable {
+  readonly items: Handle[] = [];
+  private closed = false;
+
+  constructor(private readonly parent: Scope | null) {}
+
+  /** Frees every tensor created in the scope except `except` (moved to the enclosing scope). */
+  close(except?: Iterable<Handle>): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (syncTop === this) syncTop = this.parent;
+    const escaping = except ? new Set(except) : undefined;
+    const handles = new Int32Array(this.items.length);
+    let n = 0;
+    for (const t of this.items) {
+      if (t.h < 0) continue;
+      if ((t.f & KEPT) !== 0 || escaping?.has(t)) {
+        adopt(t, this.parent);
+        continue;
+      }
+      handles[n++] = t.h;
+      t.h = -1;
+    }
+    if (n > 0) native.disposeMany(handles, n);
+    this.items.length = 0;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+// Scopes opened synchronously (tidy, scope()) form a stack on this thread. Async scopes
+// (tidyAsync) live in AsyncLocalStorage so concurrent tasks do not share them; the
+// storage is consulted only while one exists, keeping the per-op cost flat.
+let syncTop: Scope | null = null;
+const asyncScopes = new AsyncLocalStorage<Scope>();
+let asyncScopeCount = 0;
+
+function currentScope(): Scope | null {
+  if (syncTop !== null) return syncTop;
+  if (asyncScopeCount > 0) return asyncScopes.getStore() ?? null;
+  return null;
+}
+
+function adopt(t: Handle, scope: Scope | null): void {
+  if (scope !== null && (t.f & KEPT) === 0) {
+    scope.items.push(t);
+  } else if ((t.f & FINALIZED) === 0) {
+    t.f |= FINALIZED;
+    finalizer.register(t, t.h, t);
+  }
+}
+
+/** Called for every new tensor: it belongs to the innermost open scope. */
+export function track(t: Handle): void {
+  const s = syncTop ?? (asyncScopeCount > 0 ? (asyncScopes.getStore() ?? null) : null);
+  if (s !== null) s.items.push(t);
+  else {
+    t.f |= FINALIZED;
+    finalizer.register(t, t.h, t);
+  }
+}
+
+/** Frees the tensor's memory now. Using it afterwards throws. */
+export function disposeHandle(t: Handle): void {
+  if (t.h < 0) return;
+  if ((t.f & FINALIZED) !== 0) finalizer.unregister(t);
+  native.dispose(t.h);
+  t.h = -1;
+}
+
+/** Keeps a tensor alive past the end of its scope (it is then freed by GC or dispose()). */
+export function keep<T extends Handle>(t: T): T {
+  t.f |= KEPT;
+  return t;
+}
+
+function collect(value: unknown, out: Handle[], depth = 0): void {
+  if (value === null || typeof value !== 'object' || depth > 4) return;
+  if (typeof (value as Handle).h === 'number' && typeof (value as Handle).f === 'number') {
+    out.push(value as Handle);
+  } else if (Array.isArray(value)) {
+    for (const v of value) collect(v, out, depth + 1);
+  } else if (Object.getPrototypeOf(value) === Object.prototype) {
+    for (const v of Object.values(value)) collect(v, out, depth + 1);
+  }
+}
+
+/**
+ * Runs `fn` and frees every tensor it created, except those it returns (found in the
+ * returned value, arrays and plain objects) and those passed to keep().
+ */
+export function tidy<T>(fn: () => T): T {
+  const s = new Scope(currentScope());
+  const prev = syncTop;
+  syncTop = s;
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    syncTop = prev;
+    s.close();
+    throw e;
+  }
+  if (result instanceof Promise) {
+    syncTop = prev;
+    s.close();
+    throw new TypeError('tidy() got an async function; use tidyAsync() for async code');
+  }
+  syncTop = prev;
+  const out: Handle[] = [];
+  collect(result, out);
+  s.close(out);
+  return result;
+}
+
+/**
+ * The async form of tidy(): tensors created by `fn` — across awaits, and only in this
+ * task's async context — are freed when it settles, except those it returns.
+ */
+export async function tidyAsync<T>(fn: () => Promise<T>): Promise<T> {
+  const s = new Scope(currentScope());
+  asyncScopeCount++;
+  try {
+    const result = await asyncScopes.run(s, fn);
+    const out: Handle[] = [];
+    collect(result, out);
+    s.close(out);
+    return result;
+  } catch (e) {
+    s.close();
+    throw e;
+  } finally {
+    asyncScopeCount--;
+  }
+}
+
+/**
+ * Opens a scope for the rest of a block: `using _ = scope();`. Every tensor created on
+ * this thread while it is the innermost scope is freed when the block ends. In async
+ * code where other tasks create tensors concurrently, use tidyAsync() instead.
+ */
+export function scope(): Scope {
+  const s = new Scope(currentScope());
+  syncTop = s;
+  return s;
+}
+
+/** Live tensor handles and the bytes of their distinct storages. */
+export function memory(): { tensors: number; bytes: number } {
+  return native.memory();
+}

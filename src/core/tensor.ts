@@ -1,0 +1,279 @@
+// The Tensor class: a plain JS object around a native slot handle (DESIGN §4). Op
+// methods (`a.add(b).relu()`) are attached by ops.generated.ts; this file holds the
+// properties, data access and conversions.
+import { inspect } from 'node:util';
+import {
+  type DType,
+  dtypeCode,
+  dtypeFromCode,
+  type MemoryFormat,
+  memoryFormatCode,
+  type TypedArray,
+  typedArrayFor,
+} from './dtype.ts';
+import { formatTensor } from './format.ts';
+import { native } from './native.ts';
+import { rawOp } from './raw-op.ts';
+import { disposeHandle, type Handle, keep, track } from './scope.ts';
+
+export type Scalar = number | boolean;
+export type DeviceLike = string;
+
+/** Nested arrays of numbers/booleans, as tensor() accepts and toArray() returns. */
+export type NestedArray = number | boolean | NestedArray[];
+
+export interface ToOptions {
+  dtype?: DType;
+  device?: DeviceLike;
+  memoryFormat?: MemoryFormat;
+  copy?: boolean;
+  nonBlocking?: boolean;
+}
+
+export interface BackwardOptions {
+  retainGraph?: boolean;
+  createGraph?: boolean;
+  inputs?: Tensor[];
+}
+
+const toOp = rawOp('aten::to', 'dtype_layout');
+const contiguousOp = rawOp('aten::contiguous', '');
+const cloneOp = rawOp('aten::clone', '');
+const detachOp = rawOp('aten::detach', '');
+
+export class Tensor implements Handle {
+  /** Native handle; -1 after dispose(). */
+  h: number;
+  /** Scope flags (see scope.ts). */
+  f = 0;
+
+  /** Use the creation functions (tensor(), zeros(), ...) rather than this constructor. */
+  constructor(handle: number) {
+    this.h = handle;
+  }
+
+  get shape(): number[] {
+    return native.shape(this.h);
+  }
+  /** PyTorch's `size()` / `size(dim)`. */
+  size(): number[];
+  size(dim: number): number;
+  size(dim?: number): number[] | number {
+    const s = native.shape(this.h);
+    if (dim === undefined) return s;
+    const d = dim < 0 ? dim + s.length : dim;
+    if (d < 0 || d >= s.length) {
+      throw new RangeError(`size(): dim ${dim} is out of range for a tensor with ${s.length} dimensions`);
+    }
+    return s[d];
+  }
+  get strides(): number[] {
+    return native.strides(this.h);
+  }
+  stride(): number[] {
+    return native.strides(this.h);
+  }
+  get ndim(): number {
+    return native.dim(this.h);
+  }
+  dim(): number {
+    return native.dim(this.h);
+  }
+  numel(): number {
+    return native.numel(this.h);
+  }
+  get dtype(): DType {
+    return dtypeFromCode(native.dtype(this.h));
+  }
+  get device(): string {
+    return native.device(this.h);
+  }
+  get isCuda(): boolean {
+    return native.device(this.h).startsWith('cuda');
+  }
+  isContiguous(memoryFormat?: MemoryFormat): boolean {
+    return native.isContiguous(this.h, memoryFormat ? memoryFormatCode(memoryFormat) : undefined);
+  }
+  get isDisposed(): boolean {
+    return this.h < 0;
+  }
+
+  // --- autograd -------------------------------------------------------------------
+
+  get requiresGrad(): boolean {
+    return native.requiresGrad(this.h);
+  }
+  set requiresGrad(flag: boolean) {
+    native.setRequiresGrad(this.h, flag);
+  }
+  requiresGrad_(flag = true): this {
+    native.setRequiresGrad(this.h, flag);
+    return this;
+  }
+  /** The accumulated gradient (a new handle onto it on each read), or null. */
+  get grad(): Tensor | null {
+    const g = native.getGrad(this.h);
+    return g === null ? null : wrap(g);
+  }
+  set grad(g: Tensor | null) {
+    native.setGrad(this.h, g === null ? null : g.h);
+  }
+  get isLeaf(): boolean {
+    return native.isLeaf(this.h);
+  }
+  /** Name of the autograd node that made this tensor (e.g. `AddBackward0`), or null. */
+  get gradFn(): string | null {
+    return native.gradFn(this.h);
+  }
+  retainGrad(): this {
+    native.retainGrad(this.h);
+    return this;
+  }
+  backward(gradient?: Tensor, opts: BackwardOptions = {}): void {
+    native.backward(
+      [this.h],
+      [gradient ? gradient.h : null],
+      opts.retainGraph,
+      opts.createGraph,
+      opts.inputs?.map((t) => t.h),
+    );
+  }
+
+  // --- conversion -------------------------------------------------------------------
+
+  /** `to('float64')`, `to('cuda:0')`, `to({ dtype, device, memoryFormat, copy })`. */
+  to(target: DType | DeviceLike | ToOptions, opts: Omit<ToOptions, 'dtype' | 'device'> = {}): Tensor {
+    let o: ToOptions;
+    if (typeof target === 'string')
+      o = isDTypeName(target) ? { ...opts, dtype: target } : { ...opts, device: target };
+    else o = target;
+    return wrap(
+      native.call(
+        toOp(),
+        this.h,
+        o.dtype === undefined ? null : dtypeCode(o.dtype),
+        null,
+        o.device ?? null,
+        null,
+        o.nonBlocking ?? false,
+        o.copy ?? false,
+        o.memoryFormat === undefined ? null : memoryFormatCode(o.memoryFormat),
+      ) as number,
+    );
+  }
+  contiguous(memoryFormat: MemoryFormat = 'contiguousFormat'): Tensor {
+    return wrap(native.call(contiguousOp(), this.h, memoryFormatCode(memoryFormat)) as number);
+  }
+  clone(memoryFormat?: MemoryFormat): Tensor {
+    return wrap(
+      native.call(
+        cloneOp(),
+        this.h,
+        memoryFormat === undefined ? null : memoryFormatCode(memoryFormat),
+      ) as number,
+    );
+  }
+  detach(): Tensor {
+    return wrap(native.call(detachOp(), this.h) as number);
+  }
+  float(): Tensor {
+    return this.to('float32');
+  }
+  double(): Tensor {
+    return this.to('float64');
+  }
+  long(): Tensor {
+    return this.to('int64');
+  }
+  cpu(): Tensor {
+    return this.to('cpu');
+  }
+  cuda(index = 0): Tensor {
+    return this.to(`cuda:${index}`);
+  }
+
+  // --- data out -----------------------------------------------------------------------
+
+  /** A copy of the data (row-major) in a typed array; float16/bfloat16 as Float32Array, bool as Uint8Array. */
+  toTypedArray(): TypedArray {
+    const [buf, code] = native.toBytes(this.h);
+    return typedArrayFor(code, buf);
+  }
+  /** Like toTypedArray(), with the device-to-host copy off the JS thread. */
+  async data(): Promise<TypedArray> {
+    const [buf, code] = await native.toBytesAsync(this.h);
+    return typedArrayFor(code, buf);
+  }
+  /** The value of a one-element tensor. */
+  item(): number {
+    return Number(native.item(this.h));
+  }
+  /** Nested JS arrays (numbers; booleans for bool tensors; int64 as numbers). */
+  toArray(): NestedArray {
+    const flat = this.toTypedArray();
+    const isBool = this.dtype === 'bool';
+    const shape = this.shape;
+    const get = (i: number): number | boolean => {
+      const v = flat[i];
+      return isBool ? v !== 0 : Number(v);
+    };
+    if (shape.length === 0) return get(0);
+    let offset = 0;
+    const build = (d: number): NestedArray[] => {
+      const out: NestedArray[] = [];
+      for (let i = 0; i < shape[d]; i++) out.push(d === shape.length - 1 ? get(offset++) : build(d + 1));
+      return out;
+    };
+    return build(0);
+  }
+
+  // --- memory -----------------------------------------------------------------------
+
+  /** Frees the memory now. Using the tensor afterwards throws. */
+  dispose(): void {
+    disposeHandle(this);
+  }
+  [Symbol.dispose](): void {
+    disposeHandle(this);
+  }
+  /** Keeps this tensor alive past the end of its scope. */
+  keep(): this {
+    return keep(this);
+  }
+
+  toString(): string {
+    if (this.h < 0) return 'tensor(<disposed>)';
+    return formatTensor(this);
+  }
+  [inspect.custom](): string {
+    return this.toString();
+  }
+}
+
+/** Wraps a new native handle in a Tensor owned by the current scope. */
+export function wrap(h: number): Tensor {
+  const t = new Tensor(h);
+  track(t);
+  return t;
+}
+
+const DTYPE_NAMES = new Set<string>([
+  'float32',
+  'float64',
+  'float16',
+  'bfloat16',
+  'int64',
+  'int32',
+  'int16',
+  'int8',
+  'uint8',
+  'bool',
+  'float',
+  'double',
+  'half',
+  'long',
+  'int',
+]);
+function isDTypeName(s: string): s is DType {
+  return DTYPE_NAMES.has(s);
+}
