@@ -65,7 +65,7 @@ const KIND_RANK: Record<string, number> = {
   'Scalar[]': 13,
 };
 
-function predicate(a: OpArgSchema, v: string): string {
+function predicate(a: OpArgSchema, v: string, missingOk = a.optional || a.hasDefault): string {
   let p: string;
   if (isDType(a) || isMemoryFormat(a)) p = `typeof ${v} === 'string'`;
   else {
@@ -86,7 +86,6 @@ function predicate(a: OpArgSchema, v: string): string {
       Generator: `${v} instanceof Generator`,
     }[a.kind]!;
   }
-  const missingOk = a.optional || a.hasDefault;
   const nullOk = a.optional;
   const alts = [p];
   if (missingOk) alts.unshift(`${v} === undefined`);
@@ -182,6 +181,8 @@ function compareKeys(a: number[], b: number[]): number {
   return 0;
 }
 
+const groupKeywords = (group: OpSchema[]) => new Set(group.flatMap((s) => keywords(s).map((a) => a.name)));
+
 const qualified: string[] = [];
 const opIndex = (s: OpSchema) => {
   qualified.push(`${s.name}${s.overload ? `.${s.overload}` : ''}`);
@@ -243,6 +244,13 @@ for (const base of [...new Set(OPS)]) {
       const conds = [`n >= ${required}`, `n <= ${pos.length}`];
       if (!kw.length && anyKw) conds.push('n === a.length');
       for (const [i, p] of pos.entries()) conds.push(predicate(p, `a[${i}]`));
+      // Keyword-only arguments tell overloads apart too (rand vs rand.generator, a
+      // Tensor or float `lr` in the fused optimizers): a required one must be given, and
+      // one that only other overloads take must be absent.
+      for (const k of kw) conds.push(predicate(k, `a[n]?.${camel(k.name)}`, k.hasDefault));
+      for (const name of groupKeywords(overloads)) {
+        if (!kw.some((k) => k.name === name)) conds.push(`a[n]?.${camel(name)} === undefined`);
+      }
       lines.push(`  if (${conds.join(' && ')}) {`);
       lines.push(`    ${body}`);
       lines.push('  }');

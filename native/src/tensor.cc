@@ -61,12 +61,13 @@ Slots& slots() {
 
 // ---------------------------------------------------------------------------
 // Memory reported to V8. V8 cannot see tensor memory, so its GC would not hurry to
-// run finalizers. Recomputing the total on every op would cost O(live); we do it
-// every kReportEvery handle changes, which keeps the cost per op negligible.
+// run finalizers. Recomputing the total costs O(live), so it is done only after
+// max(kReportEvery, live) handle changes: amortised O(1) per op even when a scope
+// holds hundreds of thousands of tensors.
 
 namespace {
 constexpr int kReportEvery = 1024;
-thread_local int changesSinceReport = 0;
+thread_local int64_t changesSinceReport = 0;
 thread_local int64_t reportedBytes = 0;
 
 int64_t cpuBytes() {
@@ -117,7 +118,8 @@ void drainPendingRefs(Napi::Env env) {
 
 Napi::Value wrapTensor(Napi::Env env, at::Tensor t) {
   drainPendingRefs(env);
-  if (++changesSinceReport >= kReportEvery) reportMemory(env);
+  if (++changesSinceReport >= kReportEvery && changesSinceReport >= static_cast<int64_t>(slots().live()))
+    reportMemory(env);
   return Napi::Number::New(env, slots().put(std::move(t)));
 }
 

@@ -491,10 +491,10 @@ export function add(self: Tensor, other: Tensor, opts?: { alpha?: Scalar }): Ten
 export function add(self: Tensor, other: Scalar, alpha?: Scalar): Tensor;
 export function add(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(0), th(a[0], 'aten::add.Tensor', 'self'), th(a[1], 'aten::add.Tensor', 'other'), a[n]?.alpha) as number);
   }
-  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2]))) {
+  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && a[n]?.alpha === undefined) {
     return wrap(N.call(op(1), th(a[0], 'aten::add.Scalar', 'self'), a[1], a[2]) as number);
   }
   throw noOverload('add', a);
@@ -506,11 +506,11 @@ export function add_(self: Tensor, other: Tensor, opts?: { alpha?: Scalar }): Te
 export function add_(self: Tensor, other: Scalar, alpha?: Scalar): Tensor;
 export function add_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     N.call(op(2), th(a[0], 'aten::add_.Tensor', 'self'), th(a[1], 'aten::add_.Tensor', 'other'), a[n]?.alpha);
     return a[0];
   }
-  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2]))) {
+  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && a[n]?.alpha === undefined) {
     N.call(op(3), th(a[0], 'aten::add_.Scalar', 'self'), a[1], a[2]);
     return a[0];
   }
@@ -523,10 +523,10 @@ export function sub(self: Tensor, other: Tensor, opts?: { alpha?: Scalar }): Ten
 export function sub(self: Tensor, other: Scalar, alpha?: Scalar): Tensor;
 export function sub(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(4), th(a[0], 'aten::sub.Tensor', 'self'), th(a[1], 'aten::sub.Tensor', 'other'), a[n]?.alpha) as number);
   }
-  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2]))) {
+  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && a[n]?.alpha === undefined) {
     return wrap(N.call(op(5), th(a[0], 'aten::sub.Scalar', 'self'), a[1], a[2]) as number);
   }
   throw noOverload('sub', a);
@@ -538,11 +538,11 @@ export function sub_(self: Tensor, other: Tensor, opts?: { alpha?: Scalar }): Te
 export function sub_(self: Tensor, other: Scalar, alpha?: Scalar): Tensor;
 export function sub_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     N.call(op(6), th(a[0], 'aten::sub_.Tensor', 'self'), th(a[1], 'aten::sub_.Tensor', 'other'), a[n]?.alpha);
     return a[0];
   }
-  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2]))) {
+  if (n >= 2 && n <= 3 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && a[n]?.alpha === undefined) {
     N.call(op(7), th(a[0], 'aten::sub_.Scalar', 'self'), a[1], a[2]);
     return a[0];
   }
@@ -591,16 +591,16 @@ export function div(self: Tensor, other: Scalar): Tensor;
 export function div(self: Tensor, other: Scalar, opts?: { roundingMode?: string | null }): Tensor;
 export function div(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.roundingMode === null || typeof a[n]?.roundingMode === 'string')) {
     return wrap(N.call(op(12), th(a[0], 'aten::div.Tensor_mode', 'self'), th(a[1], 'aten::div.Tensor_mode', 'other'), a[n]?.roundingMode) as number);
   }
-  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && a[1] instanceof Tensor && a[n]?.roundingMode === undefined) {
     return wrap(N.call(op(13), th(a[0], 'aten::div.Tensor', 'self'), th(a[1], 'aten::div.Tensor', 'other')) as number);
   }
-  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && a[n]?.roundingMode === undefined) {
     return wrap(N.call(op(14), th(a[0], 'aten::div.Scalar', 'self'), a[1]) as number);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && isScalar(a[1]) && (a[n]?.roundingMode === null || typeof a[n]?.roundingMode === 'string')) {
     return wrap(N.call(op(15), th(a[0], 'aten::div.Scalar_mode', 'self'), a[1], a[n]?.roundingMode) as number);
   }
   throw noOverload('div', a);
@@ -616,19 +616,19 @@ export function div_(self: Tensor, other: Scalar): Tensor;
 export function div_(self: Tensor, other: Scalar, opts?: { roundingMode?: string | null }): Tensor;
 export function div_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && a[1] instanceof Tensor && a[n]?.roundingMode === undefined) {
     N.call(op(16), th(a[0], 'aten::div_.Tensor', 'self'), th(a[1], 'aten::div_.Tensor', 'other'));
     return a[0];
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.roundingMode === null || typeof a[n]?.roundingMode === 'string')) {
     N.call(op(17), th(a[0], 'aten::div_.Tensor_mode', 'self'), th(a[1], 'aten::div_.Tensor_mode', 'other'), a[n]?.roundingMode);
     return a[0];
   }
-  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && a[0] instanceof Tensor && isScalar(a[1]) && a[n]?.roundingMode === undefined) {
     N.call(op(18), th(a[0], 'aten::div_.Scalar', 'self'), a[1]);
     return a[0];
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && isScalar(a[1]) && (a[n]?.roundingMode === null || typeof a[n]?.roundingMode === 'string')) {
     N.call(op(19), th(a[0], 'aten::div_.Scalar_mode', 'self'), a[1], a[n]?.roundingMode);
     return a[0];
   }
@@ -877,10 +877,10 @@ export function round(self: Tensor): Tensor;
 export function round(self: Tensor, opts?: { decimals?: number }): Tensor;
 export function round(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && n === a.length && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && n === a.length && a[0] instanceof Tensor && a[n]?.decimals === undefined) {
     return wrap(N.call(op(49), th(a[0], 'aten::round', 'self')) as number);
   }
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && typeof a[n]?.decimals === 'number') {
     return wrap(N.call(op(50), th(a[0], 'aten::round.decimals', 'self'), a[n]?.decimals) as number);
   }
   throw noOverload('round', a);
@@ -1537,13 +1537,13 @@ export function bernoulli(self: Tensor, p: Tensor, opts?: { generator?: Generato
 export function bernoulli(self: Tensor, p: number, opts?: { generator?: Generator | null }): Tensor;
 export function bernoulli(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     return wrap(N.call(op(134), th(a[0], 'aten::bernoulli', 'self'), gh(a[n]?.generator)) as number);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     return wrap(N.call(op(135), th(a[0], 'aten::bernoulli.Tensor', 'self'), th(a[1], 'aten::bernoulli.Tensor', 'p'), gh(a[n]?.generator)) as number);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number') {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     return wrap(N.call(op(136), th(a[0], 'aten::bernoulli.p', 'self'), a[1], gh(a[n]?.generator)) as number);
   }
   throw noOverload('bernoulli', a);
@@ -1555,11 +1555,11 @@ export function bernoulli_(self: Tensor, p: Tensor, opts?: { generator?: Generat
 export function bernoulli_(self: Tensor, p?: number, opts?: { generator?: Generator | null }): Tensor;
 export function bernoulli_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     N.call(op(137), th(a[0], 'aten::bernoulli_.Tensor', 'self'), th(a[1], 'aten::bernoulli_.Tensor', 'p'), gh(a[n]?.generator));
     return a[0];
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number')) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     N.call(op(138), th(a[0], 'aten::bernoulli_.float', 'self'), a[1], gh(a[n]?.generator));
     return a[0];
   }
@@ -1583,15 +1583,15 @@ export function random_(self: Tensor, to: number, opts?: { generator?: Generator
 export function random_(self: Tensor, from: number, to: number | null, opts?: { generator?: Generator | null }): Tensor;
 export function random_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     N.call(op(140), th(a[0], 'aten::random_', 'self'), gh(a[n]?.generator));
     return a[0];
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number') {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     N.call(op(141), th(a[0], 'aten::random_.to', 'self'), a[1], gh(a[n]?.generator));
     return a[0];
   }
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[2] === null || a[2] === undefined || typeof a[2] === 'number')) {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[2] === null || a[2] === undefined || typeof a[2] === 'number') && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator)) {
     N.call(op(142), th(a[0], 'aten::random_.from', 'self'), a[1], a[2], gh(a[n]?.generator));
     return a[0];
   }
@@ -1604,10 +1604,10 @@ export function sum(self: Tensor, opts?: { dtype?: DType | null }): Tensor;
 export function sum(self: Tensor, dim: number | number[] | null, keepdim?: boolean, opts?: { dtype?: DType | null }): Tensor;
 export function sum(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(143), th(a[0], 'aten::sum', 'self'), dc(a[n]?.dtype)) as number);
   }
-  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean')) {
+  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(144), th(a[0], 'aten::sum.dim_IntList', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
   }
   throw noOverload('sum', a);
@@ -1619,10 +1619,10 @@ export function mean(self: Tensor, opts?: { dtype?: DType | null }): Tensor;
 export function mean(self: Tensor, dim: number | number[] | null, keepdim?: boolean, opts?: { dtype?: DType | null }): Tensor;
 export function mean(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(145), th(a[0], 'aten::mean', 'self'), dc(a[n]?.dtype)) as number);
   }
-  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean')) {
+  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(146), th(a[0], 'aten::mean.dim', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
   }
   throw noOverload('mean', a);
@@ -1710,13 +1710,13 @@ export function std(self: Tensor, dim?: number | number[] | null, opts?: { corre
 export function std(self: Tensor, dim: number | number[] | null, unbiased?: boolean, keepdim?: boolean): Tensor;
 export function std(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean')) {
+  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     return wrap(N.call(op(157), th(a[0], 'aten::std', 'self'), a[1]) as number);
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1]))) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[n]?.correction === null || a[n]?.correction === undefined || isScalar(a[n]?.correction)) && (a[n]?.keepdim === undefined || typeof a[n]?.keepdim === 'boolean')) {
     return wrap(N.call(op(158), th(a[0], 'aten::std.correction', 'self'), a[1], a[n]?.correction, a[n]?.keepdim) as number);
   }
-  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean')) {
+  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     return wrap(N.call(op(159), th(a[0], 'aten::std.dim', 'self'), a[1], a[2], a[3]) as number);
   }
   throw noOverload('std', a);
@@ -1730,13 +1730,13 @@ export function variance(self: Tensor, dim?: number | number[] | null, opts?: { 
 export function variance(self: Tensor, dim: number | number[] | null, unbiased?: boolean, keepdim?: boolean): Tensor;
 export function variance(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean')) {
+  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     return wrap(N.call(op(160), th(a[0], 'aten::var', 'self'), a[1]) as number);
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1]))) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[n]?.correction === null || a[n]?.correction === undefined || isScalar(a[n]?.correction)) && (a[n]?.keepdim === undefined || typeof a[n]?.keepdim === 'boolean')) {
     return wrap(N.call(op(161), th(a[0], 'aten::var.correction', 'self'), a[1], a[n]?.correction, a[n]?.keepdim) as number);
   }
-  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean')) {
+  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     return wrap(N.call(op(162), th(a[0], 'aten::var.dim', 'self'), a[1], a[2], a[3]) as number);
   }
   throw noOverload('variance', a);
@@ -1750,15 +1750,15 @@ export function stdMean(self: Tensor, dim?: number | number[] | null, opts?: { c
 export function stdMean(self: Tensor, dim: number | number[] | null, unbiased?: boolean, keepdim?: boolean): [Tensor, Tensor];
 export function stdMean(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean')) {
+  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     const r = N.call(op(163), th(a[0], 'aten::std_mean', 'self'), a[1]) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1]))) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[n]?.correction === null || a[n]?.correction === undefined || isScalar(a[n]?.correction)) && (a[n]?.keepdim === undefined || typeof a[n]?.keepdim === 'boolean')) {
     const r = N.call(op(164), th(a[0], 'aten::std_mean.correction', 'self'), a[1], a[n]?.correction, a[n]?.keepdim) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
-  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean')) {
+  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     const r = N.call(op(165), th(a[0], 'aten::std_mean.dim', 'self'), a[1], a[2], a[3]) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
@@ -1773,15 +1773,15 @@ export function varMean(self: Tensor, dim?: number | number[] | null, opts?: { c
 export function varMean(self: Tensor, dim: number | number[] | null, unbiased?: boolean, keepdim?: boolean): [Tensor, Tensor];
 export function varMean(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean')) {
+  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     const r = N.call(op(166), th(a[0], 'aten::var_mean', 'self'), a[1]) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1]))) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[n]?.correction === null || a[n]?.correction === undefined || isScalar(a[n]?.correction)) && (a[n]?.keepdim === undefined || typeof a[n]?.keepdim === 'boolean')) {
     const r = N.call(op(167), th(a[0], 'aten::var_mean.correction', 'self'), a[1], a[n]?.correction, a[n]?.keepdim) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
-  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean')) {
+  if (n >= 2 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.correction === undefined && a[n]?.keepdim === undefined) {
     const r = N.call(op(168), th(a[0], 'aten::var_mean.dim', 'self'), a[1], a[2], a[3]) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
@@ -1798,16 +1798,16 @@ export function norm(self: Tensor, p: Scalar | null, dim: number | number[], kee
 export function norm(self: Tensor, p: Scalar | null, dim: number | number[], keepdim?: boolean): Tensor;
 export function norm(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || isScalar(a[1]))) {
+  if (n >= 1 && n <= 2 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || isScalar(a[1])) && a[n]?.dtype === undefined) {
     return wrap(N.call(op(169), th(a[0], 'aten::norm.Scalar', 'self'), a[1]) as number);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1]))) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && typeof a[n]?.dtype === 'string') {
     return wrap(N.call(op(170), th(a[0], 'aten::norm.ScalarOpt_dtype', 'self'), a[1], dc(a[n]?.dtype)) as number);
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && typeof a[3] === 'boolean') {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && typeof a[3] === 'boolean' && typeof a[n]?.dtype === 'string') {
     return wrap(N.call(op(171), th(a[0], 'aten::norm.ScalarOpt_dim_dtype', 'self'), a[1], a[2], a[3], dc(a[n]?.dtype)) as number);
   }
-  if (n >= 3 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && (a[3] === undefined || typeof a[3] === 'boolean')) {
+  if (n >= 3 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.dtype === undefined) {
     return wrap(N.call(op(172), th(a[0], 'aten::norm.ScalarOpt_dim', 'self'), a[1], a[2], a[3]) as number);
   }
   throw noOverload('norm', a);
@@ -1819,10 +1819,10 @@ export function prod(self: Tensor, opts?: { dtype?: DType | null }): Tensor;
 export function prod(self: Tensor, dim: number, keepdim?: boolean, opts?: { dtype?: DType | null }): Tensor;
 export function prod(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(173), th(a[0], 'aten::prod', 'self'), dc(a[n]?.dtype)) as number);
   }
-  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[2] === undefined || typeof a[2] === 'boolean')) {
+  if (n >= 2 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
     return wrap(N.call(op(174), th(a[0], 'aten::prod.dim_int', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
   }
   throw noOverload('prod', a);
@@ -1899,11 +1899,11 @@ export function sort(self: Tensor, opts?: { stable?: boolean | null; dim?: numbe
 export function sort(self: Tensor, dim?: number, descending?: boolean): [Tensor, Tensor];
 export function sort(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.stable === null || typeof a[n]?.stable === 'boolean') && (a[n]?.dim === undefined || typeof a[n]?.dim === 'number') && (a[n]?.descending === undefined || typeof a[n]?.descending === 'boolean')) {
     const r = N.call(op(184), th(a[0], 'aten::sort.stable', 'self'), a[n]?.stable, a[n]?.dim, a[n]?.descending) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
-  if (n >= 1 && n <= 3 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[2] === undefined || typeof a[2] === 'boolean')) {
+  if (n >= 1 && n <= 3 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[2] === undefined || typeof a[2] === 'boolean') && a[n]?.stable === undefined && a[n]?.dim === undefined && a[n]?.descending === undefined) {
     const r = N.call(op(185), th(a[0], 'aten::sort', 'self'), a[1], a[2]) as unknown[];
     return [wrap(r[0] as number), wrap(r[1] as number)];
   }
@@ -1916,10 +1916,10 @@ export function argsort(self: Tensor, opts?: { stable?: boolean; dim?: number; d
 export function argsort(self: Tensor, dim?: number, descending?: boolean): Tensor;
 export function argsort(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && typeof a[n]?.stable === 'boolean' && (a[n]?.dim === undefined || typeof a[n]?.dim === 'number') && (a[n]?.descending === undefined || typeof a[n]?.descending === 'boolean')) {
     return wrap(N.call(op(186), th(a[0], 'aten::argsort.stable', 'self'), a[n]?.stable, a[n]?.dim, a[n]?.descending) as number);
   }
-  if (n >= 1 && n <= 3 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[2] === undefined || typeof a[2] === 'boolean')) {
+  if (n >= 1 && n <= 3 && n === a.length && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[2] === undefined || typeof a[2] === 'boolean') && a[n]?.stable === undefined && a[n]?.dim === undefined && a[n]?.descending === undefined) {
     return wrap(N.call(op(187), th(a[0], 'aten::argsort', 'self'), a[1], a[2]) as number);
   }
   throw noOverload('argsort', a);
@@ -2208,16 +2208,16 @@ export function scatter(self: Tensor, dim: number, index: Tensor, value: Scalar)
 export function scatter(self: Tensor, dim: number, index: Tensor, value: Scalar, opts?: { reduce?: string }): Tensor;
 export function scatter(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor) {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor && typeof a[n]?.reduce === 'string') {
     return wrap(N.call(op(223), th(a[0], 'aten::scatter.reduce', 'self'), a[1], th(a[2], 'aten::scatter.reduce', 'index'), th(a[3], 'aten::scatter.reduce', 'src'), a[n]?.reduce) as number);
   }
-  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor) {
+  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor && a[n]?.reduce === undefined) {
     return wrap(N.call(op(224), th(a[0], 'aten::scatter.src', 'self'), a[1], th(a[2], 'aten::scatter.src', 'index'), th(a[3], 'aten::scatter.src', 'src')) as number);
   }
-  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3])) {
+  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3]) && a[n]?.reduce === undefined) {
     return wrap(N.call(op(225), th(a[0], 'aten::scatter.value', 'self'), a[1], th(a[2], 'aten::scatter.value', 'index'), a[3]) as number);
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3])) {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3]) && typeof a[n]?.reduce === 'string') {
     return wrap(N.call(op(226), th(a[0], 'aten::scatter.value_reduce', 'self'), a[1], th(a[2], 'aten::scatter.value_reduce', 'index'), a[3], a[n]?.reduce) as number);
   }
   throw noOverload('scatter', a);
@@ -2233,19 +2233,19 @@ export function scatter_(self: Tensor, dim: number, index: Tensor, value: Scalar
 export function scatter_(self: Tensor, dim: number, index: Tensor, value: Scalar): Tensor;
 export function scatter_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor) {
+  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor && a[n]?.reduce === undefined) {
     N.call(op(227), th(a[0], 'aten::scatter_.src', 'self'), a[1], th(a[2], 'aten::scatter_.src', 'index'), th(a[3], 'aten::scatter_.src', 'src'));
     return a[0];
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor) {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && a[3] instanceof Tensor && typeof a[n]?.reduce === 'string') {
     N.call(op(228), th(a[0], 'aten::scatter_.reduce', 'self'), a[1], th(a[2], 'aten::scatter_.reduce', 'index'), th(a[3], 'aten::scatter_.reduce', 'src'), a[n]?.reduce);
     return a[0];
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3])) {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3]) && typeof a[n]?.reduce === 'string') {
     N.call(op(229), th(a[0], 'aten::scatter_.value_reduce', 'self'), a[1], th(a[2], 'aten::scatter_.value_reduce', 'index'), a[3], a[n]?.reduce);
     return a[0];
   }
-  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3])) {
+  if (n >= 4 && n <= 4 && n === a.length && a[0] instanceof Tensor && typeof a[1] === 'number' && a[2] instanceof Tensor && isScalar(a[3]) && a[n]?.reduce === undefined) {
     N.call(op(230), th(a[0], 'aten::scatter_.value', 'self'), a[1], th(a[2], 'aten::scatter_.value', 'index'), a[3]);
     return a[0];
   }
@@ -2491,10 +2491,10 @@ export function addmm(self: Tensor, mat1: Tensor, mat2: Tensor, opts?: { beta?: 
 export function addmm(self: Tensor, mat1: Tensor, mat2: Tensor, outDtype: DType, opts?: { beta?: Scalar; alpha?: Scalar }): Tensor;
 export function addmm(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor) {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(260), th(a[0], 'aten::addmm', 'self'), th(a[1], 'aten::addmm', 'mat1'), th(a[2], 'aten::addmm', 'mat2'), a[n]?.beta, a[n]?.alpha) as number);
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string') {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string' && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(261), th(a[0], 'aten::addmm.dtype', 'self'), th(a[1], 'aten::addmm.dtype', 'mat1'), th(a[2], 'aten::addmm.dtype', 'mat2'), dc(a[3]), a[n]?.beta, a[n]?.alpha) as number);
   }
   throw noOverload('addmm', a);
@@ -2530,10 +2530,10 @@ export function baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, opts?: { b
 export function baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, outDtype: DType, opts?: { beta?: Scalar; alpha?: Scalar }): Tensor;
 export function baddbmm(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor) {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(265), th(a[0], 'aten::baddbmm', 'self'), th(a[1], 'aten::baddbmm', 'batch1'), th(a[2], 'aten::baddbmm', 'batch2'), a[n]?.beta, a[n]?.alpha) as number);
   }
-  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string') {
+  if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string' && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return wrap(N.call(op(266), th(a[0], 'aten::baddbmm.dtype', 'self'), th(a[1], 'aten::baddbmm.dtype', 'batch1'), th(a[2], 'aten::baddbmm.dtype', 'batch2'), dc(a[3]), a[n]?.beta, a[n]?.alpha) as number);
   }
   throw noOverload('baddbmm', a);
@@ -2930,13 +2930,13 @@ export function arange(start: Scalar, end: Scalar, opts?: { dtype?: DType | null
 export function arange(start: Scalar, end: Scalar, step?: Scalar, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function arange(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && isScalar(a[0])) {
+  if (n >= 1 && n <= 1 && isScalar(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(315), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && isScalar(a[0]) && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && isScalar(a[0]) && isScalar(a[1]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(316), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 2 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2]))) {
+  if (n >= 2 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(317), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('arange', a);
@@ -2952,16 +2952,16 @@ export function linspace(start: Scalar, end: Tensor, steps: number, opts?: { dty
 export function linspace(start: Scalar, end: Scalar, steps: number, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function linspace(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(318), th(a[0], 'aten::linspace.Tensor_Tensor', 'start'), th(a[1], 'aten::linspace.Tensor_Tensor', 'end'), a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(319), th(a[0], 'aten::linspace.Tensor_Scalar', 'start'), a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(320), a[0], th(a[1], 'aten::linspace.Scalar_Tensor', 'end'), a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(321), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('linspace', a);
@@ -2977,16 +2977,16 @@ export function logspace(start: Scalar, end: Tensor, steps: number, base?: numbe
 export function logspace(start: Scalar, end: Scalar, steps: number, base?: number, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function logspace(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 3 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number')) {
+  if (n >= 3 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(322), th(a[0], 'aten::logspace.Tensor_Tensor', 'start'), th(a[1], 'aten::logspace.Tensor_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 4 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number')) {
+  if (n >= 3 && n <= 4 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(323), th(a[0], 'aten::logspace.Tensor_Scalar', 'start'), a[1], a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 4 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number')) {
+  if (n >= 3 && n <= 4 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(324), a[0], th(a[1], 'aten::logspace.Scalar_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 4 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number')) {
+  if (n >= 3 && n <= 4 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(325), a[0], a[1], a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('logspace', a);
@@ -2998,10 +2998,10 @@ export function eye(n: number, opts?: { dtype?: DType | null; layout?: number | 
 export function eye(n: number, m: number, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function eye(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && typeof a[0] === 'number') {
+  if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(326), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && typeof a[1] === 'number') {
+  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && typeof a[1] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(327), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('eye', a);
@@ -3013,10 +3013,10 @@ export function rand(size: number[], opts?: { dtype?: DType | null; layout?: num
 export function rand(size: number[], opts?: { generator?: Generator | null; dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function rand(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && isIntList(a[0])) {
+  if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(328), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 1 && n <= 1 && isIntList(a[0])) {
+  if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(329), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('rand', a);
@@ -3028,10 +3028,10 @@ export function randn(size: number[], opts?: { generator?: Generator | null; dty
 export function randn(size: number[], opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function randn(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && isIntList(a[0])) {
+  if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(330), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 1 && n <= 1 && isIntList(a[0])) {
+  if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(331), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randn', a);
@@ -3047,16 +3047,16 @@ export function randint(low: number, high: number, size: number[], opts?: { dtyp
 export function randint(low: number, high: number, size: number[], opts?: { generator?: Generator | null; dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function randint(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1])) {
+  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(332), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1])) {
+  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(333), a[0], a[1], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2])) {
+  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(334), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2])) {
+  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(335), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randint', a);
@@ -3068,10 +3068,10 @@ export function randperm(n: number, opts?: { dtype?: DType | null; layout?: numb
 export function randperm(n: number, opts?: { generator?: Generator | null; dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function randperm(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && typeof a[0] === 'number') {
+  if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(336), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
-  if (n >= 1 && n <= 1 && typeof a[0] === 'number') {
+  if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(337), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randperm', a);
@@ -3115,10 +3115,10 @@ export function randLike(self: Tensor, opts?: { dtype?: DType | null; layout?: n
 export function randLike(self: Tensor, opts?: { generator?: Generator | null; dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; memoryFormat?: MemoryFormat | null; requiresGrad?: boolean }): Tensor;
 export function randLike(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(342), th(a[0], 'aten::rand_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
     return rg(wrap(N.call(op(343), th(a[0], 'aten::rand_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
   throw noOverload('randLike', a);
@@ -3130,10 +3130,10 @@ export function randnLike(self: Tensor, opts?: { generator?: Generator | null; d
 export function randnLike(self: Tensor, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; memoryFormat?: MemoryFormat | null; requiresGrad?: boolean }): Tensor;
 export function randnLike(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
     return rg(wrap(N.call(op(344), th(a[0], 'aten::randn_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 1 && n <= 1 && a[0] instanceof Tensor) {
+  if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(345), th(a[0], 'aten::randn_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
   throw noOverload('randnLike', a);
@@ -3153,22 +3153,22 @@ export function randintLike(self: Tensor, low: number, high: number, opts?: { ge
 export function randintLike(self: Tensor, low: number, high: number, opts?: { dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; memoryFormat?: MemoryFormat | null; requiresGrad?: boolean }): Tensor;
 export function randintLike(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(346), th(a[0], 'aten::randint_like.Tensor', 'self'), th(a[1], 'aten::randint_like.Tensor', 'high'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
     return rg(wrap(N.call(op(347), th(a[0], 'aten::randint_like.Tensor_generator', 'self'), th(a[1], 'aten::randint_like.Tensor_generator', 'high'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number') {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(348), th(a[0], 'aten::randint_like', 'self'), a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number') {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
     return rg(wrap(N.call(op(349), th(a[0], 'aten::randint_like.generator', 'self'), a[1], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
     return rg(wrap(N.call(op(350), th(a[0], 'aten::randint_like.low_generator_dtype', 'self'), a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
-  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number') {
+  if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
     return rg(wrap(N.call(op(351), th(a[0], 'aten::randint_like.low_dtype', 'self'), a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
   }
   throw noOverload('randintLike', a);
@@ -3184,16 +3184,16 @@ export function normal(mean: number, std: Tensor, opts?: { generator?: Generator
 export function normal(mean: number, std: number, size: number[], opts?: { generator?: Generator | null; dtype?: DType | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 export function normal(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator) && a[n]?.dtype === undefined && a[n]?.layout === undefined && a[n]?.device === undefined && a[n]?.pinMemory === undefined) {
     return wrap(N.call(op(352), th(a[0], 'aten::normal.Tensor_Tensor', 'mean'), th(a[1], 'aten::normal.Tensor_Tensor', 'std'), gh(a[n]?.generator)) as number);
   }
-  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number')) {
+  if (n >= 1 && n <= 2 && a[0] instanceof Tensor && (a[1] === undefined || typeof a[1] === 'number') && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator) && a[n]?.dtype === undefined && a[n]?.layout === undefined && a[n]?.device === undefined && a[n]?.pinMemory === undefined) {
     return wrap(N.call(op(353), th(a[0], 'aten::normal.Tensor_float', 'mean'), a[1], gh(a[n]?.generator)) as number);
   }
-  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && typeof a[0] === 'number' && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator) && a[n]?.dtype === undefined && a[n]?.layout === undefined && a[n]?.device === undefined && a[n]?.pinMemory === undefined) {
     return wrap(N.call(op(354), a[0], th(a[1], 'aten::normal.float_Tensor', 'std'), gh(a[n]?.generator)) as number);
   }
-  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2])) {
+  if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
     return rg(wrap(N.call(op(355), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('normal', a);
@@ -3302,16 +3302,16 @@ export function _foreachAdd(self: Tensor[], other: Tensor[], opts?: { alpha?: Sc
 export function _foreachAdd(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachAdd(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return (N.call(op(368), ths(a[0], 'aten::_foreach_add.Tensor', 'self'), th(a[1], 'aten::_foreach_add.Tensor', 'other'), a[n]?.alpha) as number[]).map(wrap);
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1]) && a[n]?.alpha === undefined) {
     return (N.call(op(369), ths(a[0], 'aten::_foreach_add.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1]) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return (N.call(op(370), ths(a[0], 'aten::_foreach_add.List', 'self'), ths(a[1], 'aten::_foreach_add.List', 'other'), a[n]?.alpha) as number[]).map(wrap);
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1]) && a[n]?.alpha === undefined) {
     return (N.call(op(371), ths(a[0], 'aten::_foreach_add.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachAdd', a);
@@ -3327,19 +3327,19 @@ export function _foreachAdd_(self: Tensor[], other: Tensor[], opts?: { alpha?: S
 export function _foreachAdd_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachAdd_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     N.call(op(372), ths(a[0], 'aten::_foreach_add_.Tensor', 'self'), th(a[1], 'aten::_foreach_add_.Tensor', 'other'), a[n]?.alpha);
     return;
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1]) && a[n]?.alpha === undefined) {
     N.call(op(373), ths(a[0], 'aten::_foreach_add_.Scalar', 'self'), a[1]);
     return;
   }
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1]) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     N.call(op(374), ths(a[0], 'aten::_foreach_add_.List', 'self'), ths(a[1], 'aten::_foreach_add_.List', 'other'), a[n]?.alpha);
     return;
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1]) && a[n]?.alpha === undefined) {
     N.call(op(375), ths(a[0], 'aten::_foreach_add_.ScalarList', 'self'), a[1]);
     return;
   }
@@ -3354,13 +3354,13 @@ export function _foreachSub(self: Tensor[], other: Tensor[], opts?: { alpha?: Sc
 export function _foreachSub(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachSub(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1]) && a[n]?.alpha === undefined) {
     return (N.call(op(376), ths(a[0], 'aten::_foreach_sub.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1]) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     return (N.call(op(377), ths(a[0], 'aten::_foreach_sub.List', 'self'), ths(a[1], 'aten::_foreach_sub.List', 'other'), a[n]?.alpha) as number[]).map(wrap);
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1]) && a[n]?.alpha === undefined) {
     return (N.call(op(378), ths(a[0], 'aten::_foreach_sub.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachSub', a);
@@ -3374,15 +3374,15 @@ export function _foreachSub_(self: Tensor[], other: Tensor[], opts?: { alpha?: S
 export function _foreachSub_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachSub_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && isScalar(a[1]) && a[n]?.alpha === undefined) {
     N.call(op(379), ths(a[0], 'aten::_foreach_sub_.Scalar', 'self'), a[1]);
     return;
   }
-  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
+  if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1]) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
     N.call(op(380), ths(a[0], 'aten::_foreach_sub_.List', 'self'), ths(a[1], 'aten::_foreach_sub_.List', 'other'), a[n]?.alpha);
     return;
   }
-  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1])) {
+  if (n >= 2 && n <= 2 && n === a.length && isTensorList(a[0]) && Array.isArray(a[1]) && a[n]?.alpha === undefined) {
     N.call(op(381), ths(a[0], 'aten::_foreach_sub_.ScalarList', 'self'), a[1]);
     return;
   }
@@ -3876,11 +3876,11 @@ export function _fusedSgd_(self: Tensor[], grads: Tensor[], momentumBufferList: 
 export function _fusedSgd_(self: Tensor[], grads: Tensor[], momentumBufferList: Tensor[], opts?: { weightDecay?: number; momentum?: number; lr?: number; dampening?: number; nesterov?: boolean; maximize?: boolean; isFirstStep?: boolean; gradScale?: Tensor | null; foundInf?: Tensor | null }): void;
 export function _fusedSgd_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2])) {
+  if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.momentum === 'number' && a[n]?.lr instanceof Tensor && typeof a[n]?.dampening === 'number' && typeof a[n]?.nesterov === 'boolean' && typeof a[n]?.maximize === 'boolean' && typeof a[n]?.isFirstStep === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(448), ths(a[0], 'aten::_fused_sgd_.tensor_lr', 'self'), ths(a[1], 'aten::_fused_sgd_.tensor_lr', 'grads'), ths(a[2], 'aten::_fused_sgd_.tensor_lr', 'momentum_buffer_list'), a[n]?.weightDecay, a[n]?.momentum, th(a[n]?.lr, 'aten::_fused_sgd_.tensor_lr', 'lr'), a[n]?.dampening, a[n]?.nesterov, a[n]?.maximize, a[n]?.isFirstStep, oth(a[n]?.gradScale, 'aten::_fused_sgd_.tensor_lr', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_sgd_.tensor_lr', 'found_inf'));
     return;
   }
-  if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2])) {
+  if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.momentum === 'number' && typeof a[n]?.lr === 'number' && typeof a[n]?.dampening === 'number' && typeof a[n]?.nesterov === 'boolean' && typeof a[n]?.maximize === 'boolean' && typeof a[n]?.isFirstStep === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(449), ths(a[0], 'aten::_fused_sgd_', 'self'), ths(a[1], 'aten::_fused_sgd_', 'grads'), ths(a[2], 'aten::_fused_sgd_', 'momentum_buffer_list'), a[n]?.weightDecay, a[n]?.momentum, a[n]?.lr, a[n]?.dampening, a[n]?.nesterov, a[n]?.maximize, a[n]?.isFirstStep, oth(a[n]?.gradScale, 'aten::_fused_sgd_', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_sgd_', 'found_inf'));
     return;
   }
@@ -3893,11 +3893,11 @@ export function _fusedAdam_(self: Tensor[], grads: Tensor[], expAvgs: Tensor[], 
 export function _fusedAdam_(self: Tensor[], grads: Tensor[], expAvgs: Tensor[], expAvgSqs: Tensor[], maxExpAvgSqs: Tensor[], stateSteps: Tensor[], opts?: { lr?: number; beta1?: number; beta2?: number; weightDecay?: number; eps?: number; amsgrad?: boolean; maximize?: boolean; gradScale?: Tensor | null; foundInf?: Tensor | null }): void;
 export function _fusedAdam_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5])) {
+  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5]) && a[n]?.lr instanceof Tensor && typeof a[n]?.beta1 === 'number' && typeof a[n]?.beta2 === 'number' && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.eps === 'number' && typeof a[n]?.amsgrad === 'boolean' && typeof a[n]?.maximize === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(450), ths(a[0], 'aten::_fused_adam_.tensor_lr', 'self'), ths(a[1], 'aten::_fused_adam_.tensor_lr', 'grads'), ths(a[2], 'aten::_fused_adam_.tensor_lr', 'exp_avgs'), ths(a[3], 'aten::_fused_adam_.tensor_lr', 'exp_avg_sqs'), ths(a[4], 'aten::_fused_adam_.tensor_lr', 'max_exp_avg_sqs'), ths(a[5], 'aten::_fused_adam_.tensor_lr', 'state_steps'), th(a[n]?.lr, 'aten::_fused_adam_.tensor_lr', 'lr'), a[n]?.beta1, a[n]?.beta2, a[n]?.weightDecay, a[n]?.eps, a[n]?.amsgrad, a[n]?.maximize, oth(a[n]?.gradScale, 'aten::_fused_adam_.tensor_lr', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_adam_.tensor_lr', 'found_inf'));
     return;
   }
-  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5])) {
+  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5]) && typeof a[n]?.lr === 'number' && typeof a[n]?.beta1 === 'number' && typeof a[n]?.beta2 === 'number' && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.eps === 'number' && typeof a[n]?.amsgrad === 'boolean' && typeof a[n]?.maximize === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(451), ths(a[0], 'aten::_fused_adam_', 'self'), ths(a[1], 'aten::_fused_adam_', 'grads'), ths(a[2], 'aten::_fused_adam_', 'exp_avgs'), ths(a[3], 'aten::_fused_adam_', 'exp_avg_sqs'), ths(a[4], 'aten::_fused_adam_', 'max_exp_avg_sqs'), ths(a[5], 'aten::_fused_adam_', 'state_steps'), a[n]?.lr, a[n]?.beta1, a[n]?.beta2, a[n]?.weightDecay, a[n]?.eps, a[n]?.amsgrad, a[n]?.maximize, oth(a[n]?.gradScale, 'aten::_fused_adam_', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_adam_', 'found_inf'));
     return;
   }
@@ -3910,11 +3910,11 @@ export function _fusedAdamw_(self: Tensor[], grads: Tensor[], expAvgs: Tensor[],
 export function _fusedAdamw_(self: Tensor[], grads: Tensor[], expAvgs: Tensor[], expAvgSqs: Tensor[], maxExpAvgSqs: Tensor[], stateSteps: Tensor[], opts?: { lr?: Tensor; beta1?: number; beta2?: number; weightDecay?: number; eps?: number; amsgrad?: boolean; maximize?: boolean; gradScale?: Tensor | null; foundInf?: Tensor | null }): void;
 export function _fusedAdamw_(...a: any[]): any {
   const n = positionalCount(a);
-  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5])) {
+  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5]) && typeof a[n]?.lr === 'number' && typeof a[n]?.beta1 === 'number' && typeof a[n]?.beta2 === 'number' && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.eps === 'number' && typeof a[n]?.amsgrad === 'boolean' && typeof a[n]?.maximize === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(452), ths(a[0], 'aten::_fused_adamw_', 'self'), ths(a[1], 'aten::_fused_adamw_', 'grads'), ths(a[2], 'aten::_fused_adamw_', 'exp_avgs'), ths(a[3], 'aten::_fused_adamw_', 'exp_avg_sqs'), ths(a[4], 'aten::_fused_adamw_', 'max_exp_avg_sqs'), ths(a[5], 'aten::_fused_adamw_', 'state_steps'), a[n]?.lr, a[n]?.beta1, a[n]?.beta2, a[n]?.weightDecay, a[n]?.eps, a[n]?.amsgrad, a[n]?.maximize, oth(a[n]?.gradScale, 'aten::_fused_adamw_', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_adamw_', 'found_inf'));
     return;
   }
-  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5])) {
+  if (n >= 6 && n <= 6 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2]) && isTensorList(a[3]) && isTensorList(a[4]) && isTensorList(a[5]) && a[n]?.lr instanceof Tensor && typeof a[n]?.beta1 === 'number' && typeof a[n]?.beta2 === 'number' && typeof a[n]?.weightDecay === 'number' && typeof a[n]?.eps === 'number' && typeof a[n]?.amsgrad === 'boolean' && typeof a[n]?.maximize === 'boolean' && (a[n]?.gradScale === null || a[n]?.gradScale === undefined || a[n]?.gradScale instanceof Tensor) && (a[n]?.foundInf === null || a[n]?.foundInf === undefined || a[n]?.foundInf instanceof Tensor)) {
     N.call(op(453), ths(a[0], 'aten::_fused_adamw_.tensor_lr', 'self'), ths(a[1], 'aten::_fused_adamw_.tensor_lr', 'grads'), ths(a[2], 'aten::_fused_adamw_.tensor_lr', 'exp_avgs'), ths(a[3], 'aten::_fused_adamw_.tensor_lr', 'exp_avg_sqs'), ths(a[4], 'aten::_fused_adamw_.tensor_lr', 'max_exp_avg_sqs'), ths(a[5], 'aten::_fused_adamw_.tensor_lr', 'state_steps'), th(a[n]?.lr, 'aten::_fused_adamw_.tensor_lr', 'lr'), a[n]?.beta1, a[n]?.beta2, a[n]?.weightDecay, a[n]?.eps, a[n]?.amsgrad, a[n]?.maximize, oth(a[n]?.gradScale, 'aten::_fused_adamw_.tensor_lr', 'grad_scale'), oth(a[n]?.foundInf, 'aten::_fused_adamw_.tensor_lr', 'found_inf'));
     return;
   }

@@ -1,0 +1,15 @@
+// `tsddp` command line: subcommands are added by the issues that build them.
+import { Command } from 'commander';
+import { infoCommand } from './info.ts';
+
+const program = new Command('tsddp')
+  .description('PyTorch-grade distributed data-parallel training for TypeScript')
+  .version('0.1.0');
+
+program
+  .command('info')
+  .description('torch version, where libtorch came from, CUDA/NCCL/Gloo, threads, build flags')
+  .option('--json', 'print JSON')
+  .action(infoCommand);
+
+await program.parseAsync(process.argv);
