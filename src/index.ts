@@ -9,7 +9,7 @@ export {
   setGradEnabled,
 } from './autograd/grad-mode.ts';
 export * as autograd from './autograd/index.ts';
-export { fromBuffer, type TensorOptions, tensor } from './core/creation.ts';
+export { fromBuffer, fromBytes, type TensorOptions, tensor } from './core/creation.ts';
 export { DTYPES, type DType, type MemoryFormat, type TypedArray } from './core/dtype.ts';
 export { TorchError } from './core/errors.ts';
 export * from './core/ops.ts';

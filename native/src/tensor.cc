@@ -245,9 +245,9 @@ Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
 
 // Host copy of a tensor's data, contiguous. float16/bfloat16 come out as float32 and
 // bool as uint8, since JS has no typed arrays for them. Returns the dtype of the bytes.
-at::Tensor hostCopy(const at::Tensor& t) {
+at::Tensor hostCopy(const at::Tensor& t, bool raw = false) {
   at::Tensor h = t.detach();
-  if (h.scalar_type() == at::kHalf || h.scalar_type() == at::kBFloat16) h = h.to(at::kFloat);
+  if (!raw && (h.scalar_type() == at::kHalf || h.scalar_type() == at::kBFloat16)) h = h.to(at::kFloat);
   if (!h.is_cpu()) h = h.to(at::kCPU);
   return h.contiguous();
 }
@@ -262,11 +262,13 @@ Napi::Value bytesOut(Napi::Env env, const at::Tensor& h) {
   return out;
 }
 
-// toBytes(h) -> [ArrayBuffer, dtypeCode]
+// toBytes(h, raw?) -> [ArrayBuffer, dtypeCode]. raw keeps float16/bfloat16 bits as they
+// are (for writing files); otherwise they are widened to float32 for JS.
 Napi::Value ToBytes(const Napi::CallbackInfo& info) {
   const char* what = "toTypedArray()";
   const at::Tensor& t = T(info, 0, what);
-  return guarded(info.Env(), what, [&] { return bytesOut(info.Env(), hostCopy(t)); });
+  bool raw = info.Length() > 1 && info[1].ToBoolean().Value();
+  return guarded(info.Env(), what, [&] { return bytesOut(info.Env(), hostCopy(t, raw)); });
 }
 
 // toBytesAsync(h) -> Promise<[ArrayBuffer, dtypeCode]>: the device-to-host copy runs

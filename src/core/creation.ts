@@ -57,6 +57,12 @@ export function fromBuffer(buffer: ArrayBufferView | ArrayBuffer, shape: number[
   return wrap(native.fromBuffer(buffer, shape, dtypeCode(d)));
 }
 
+/** A tensor from raw bytes of `dtype` (row-major), e.g. read from a file. Copies. */
+export function fromBytes(bytes: Uint8Array, shape: number[], dtype: DType): Tensor {
+  const code = dtypeCode(dtype);
+  return wrap(native.fromTyped(bytes, shape, code, code));
+}
+
 function flatten(data: NestedArray): { values: (number | boolean)[]; shape: number[]; isBool: boolean } {
   const shape: number[] = [];
   let probe: NestedArray = data;

@@ -16,7 +16,8 @@ export interface NativeAddon {
     device?: string,
   ): number;
   fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: number): number;
-  toBytes(h: number): [ArrayBuffer, number];
+  /** Contiguous host copy; `raw` keeps float16/bfloat16 bits instead of widening to float32. */
+  toBytes(h: number, raw?: boolean): [ArrayBuffer, number];
   toBytesAsync(h: number): Promise<[ArrayBuffer, number]>;
   item(h: number): number | boolean;
   dispose(h: number): void;

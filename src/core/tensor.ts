@@ -199,6 +199,10 @@ export class Tensor implements Handle {
     const [buf, code] = native.toBytes(this.h);
     return typedArrayFor(code, buf);
   }
+  /** The raw bytes of the data (row-major, native dtype — float16/bfloat16 bits unchanged), for files. */
+  toBytes(): Uint8Array {
+    return new Uint8Array(native.toBytes(this.h, true)[0]);
+  }
   /** Like toTypedArray(), with the device-to-host copy off the JS thread. */
   async data(): Promise<TypedArray> {
     const [buf, code] = await native.toBytesAsync(this.h);
