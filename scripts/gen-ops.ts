@@ -1,6 +1,6 @@
 // Generates src/core/ops.generated.ts: typed wrappers for the ops in op-list.ts, from the
 // schemas the installed libtorch registers with its dispatcher. Run: npm run gen:ops
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { OpArgSchema, OpSchema } from '../src/core/native.ts';
 import { native } from '../src/core/native.ts';
@@ -321,5 +321,20 @@ const proto = Tensor.prototype as any;
 ${methodImpls.join('\n')}
 `;
 
-writeFileSync(OUT, `${header}${lines.join('\n')}${methods}`);
+const text = `${header}${lines.join('\n')}${methods}`;
+if (process.argv.includes('--check')) {
+  // Used by the tests: the committed file must be what this libtorch generates.
+  const committed = existsSync(OUT) ? readFileSync(OUT, 'utf8') : '';
+  const version = native.buildInfo().torchVersion;
+  if (!committed.startsWith(text.slice(0, text.indexOf('\n')))) {
+    // Generated from another libtorch: wrappers may legitimately differ. Still a failure
+    // if generation itself broke (it would have thrown above).
+    console.log(`gen-ops: committed wrappers come from another libtorch than ${version}; not compared`);
+    process.exit(0);
+  }
+  const same = committed === text;
+  console.log(same ? 'gen-ops: up to date' : `gen-ops: ${OUT} is stale; run npm run gen:ops`);
+  process.exit(same ? 0 : 1);
+}
+writeFileSync(OUT, text);
 console.log(`gen-ops: wrote ${exported.length} functions (${qualified.length} overloads) to ${OUT}`);
