@@ -105,8 +105,8 @@ function convert(a: OpArgSchema, v: string, op: string): string {
     case 'Generator':
       return `gh(${v})`;
     case 'int':
-      if (isDType(a)) return `dc(${v})`;
-      if (isMemoryFormat(a)) return `mfc(${v})`;
+      if (isDType(a)) return `dc(${v}, '${op}')`;
+      if (isMemoryFormat(a)) return `mfc(${v}, '${op}')`;
       return v;
     default:
       return v;

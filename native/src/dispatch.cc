@@ -9,6 +9,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/core/jit_type.h>
 
+#include <cmath>
 #include <memory>
 
 namespace tsddp {
@@ -163,7 +164,9 @@ int64_t toInt(Napi::Env env, const OpEntry& e, const ArgInfo& a, const Napi::Val
   if (v.IsBoolean()) return v.As<Napi::Boolean>().Value() ? 1 : 0;
   if (!v.IsNumber()) badArg(env, e, a, std::string("got ") + jsTypeName(v));
   double d = v.As<Napi::Number>().DoubleValue();
-  if (d != static_cast<double>(static_cast<int64_t>(d))) badArg(env, e, a, "got a non-integer " + std::to_string(d));
+  // Range first: casting NaN or |d| >= 2^63 to int64 is undefined behaviour.
+  if (d != std::trunc(d)) badArg(env, e, a, "got a non-integer " + std::to_string(d));
+  if (!(std::abs(d) < 9223372036854775808.0)) badArg(env, e, a, "got " + std::to_string(d) + ", out of int64 range");
   return static_cast<int64_t>(d);
 }
 
@@ -315,6 +318,8 @@ Napi::Value Call(const Napi::CallbackInfo& info) {
                                         std::to_string(given));
   thread_local std::vector<c10::IValue> stack;
   stack.clear();
+  // Conversion is guarded too: parsing a Device string, for one, throws c10::Error.
+  return guarded(env, e.name, [&]() -> Napi::Value {
   for (size_t i = 0; i < e.args.size(); ++i) {
     const ArgInfo& a = e.args[i];
     Napi::Value v = i < given ? info[i + 1] : env.Undefined();
@@ -334,7 +339,6 @@ Napi::Value Call(const Napi::CallbackInfo& info) {
     }
     stack.push_back(toIValue(env, e, a, v));
   }
-  return guarded(env, e.name, [&]() -> Napi::Value {
     e.op.callBoxed(stack);
     if (e.rets.empty()) return env.Undefined();
     if (e.rets.size() == 1) return fromIValue(env, e.rets[0], stack[0]);

@@ -1,6 +1,7 @@
 // Tensors from JS data. The remaining factories (zeros, ones, full, arange, rand, ...)
 // are generated from libtorch's schemas in ops.generated.ts.
 import { type DType, dtypeCode, dtypeOfTypedArray, isFloatingPoint } from './dtype.ts';
+import { named } from './errors.ts';
 import { native } from './native.ts';
 import { type DeviceLike, type NestedArray, type Tensor, wrap } from './tensor.ts';
 
@@ -40,7 +41,8 @@ export function tensor(
   if (opts.requiresGrad && !isFloatingPoint(dst)) {
     throw new TypeError(`tensor(): only floating point tensors can require gradients, got dtype ${dst}`);
   }
-  const t = wrap(native.fromTyped(flat, shape, dtypeCode(srcDtype), dtypeCode(dst), opts.device));
+  const dstCode = named('tensor()', () => dtypeCode(dst));
+  const t = wrap(native.fromTyped(flat, shape, dtypeCode(srcDtype), dstCode, opts.device));
   if (opts.requiresGrad) native.setRequiresGrad(t.h, true);
   return t;
 }
@@ -54,12 +56,12 @@ export function fromBuffer(buffer: ArrayBufferView | ArrayBuffer, shape: number[
   const d = dtype ?? (ArrayBuffer.isView(buffer) ? dtypeOfTypedArray(buffer) : undefined);
   if (d === undefined)
     throw new TypeError('fromBuffer(): pass a dtype for an ArrayBuffer or this TypedArray type');
-  return wrap(native.fromBuffer(buffer, shape, dtypeCode(d)));
+  return wrap(native.fromBuffer(buffer, shape, named('fromBuffer()', () => dtypeCode(d))));
 }
 
 /** A tensor from raw bytes of `dtype` (row-major), e.g. read from a file. Copies. */
 export function fromBytes(bytes: Uint8Array, shape: number[], dtype: DType): Tensor {
-  const code = dtypeCode(dtype);
+  const code = named('fromBytes()', () => dtypeCode(dtype));
   return wrap(native.fromTyped(bytes, shape, code, code));
 }
 

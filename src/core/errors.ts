@@ -18,3 +18,13 @@ function firstLines(message: string): string {
   const cut = message.indexOf('\nException raised from');
   return (cut >= 0 ? message.slice(0, cut) : message).trim();
 }
+
+/** Runs a conversion and prefixes a TypeError from it with the op it happened in. */
+export function named<T>(op: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof TypeError) throw new TypeError(`${op}: ${e.message}`);
+    throw e;
+  }
+}

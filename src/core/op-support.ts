@@ -1,6 +1,7 @@
 // Runtime helpers for the generated op wrappers: lazy op ids, argument conversion and
 // overload matching. Kept apart so ops.generated.ts stays pure output.
 import { dtypeCode, type MemoryFormat, memoryFormatCode } from './dtype.ts';
+import { named } from './errors.ts';
 import { native } from './native.ts';
 import { Generator } from './random.ts';
 import { Tensor, wrap } from './tensor.ts';
@@ -54,12 +55,12 @@ export function gh(v: Generator | null | undefined): number | null | undefined {
   return v == null ? v : v.h;
 }
 
-export function dc(v: string | null | undefined): number | null | undefined {
-  return v == null ? v : dtypeCode(v);
+export function dc(v: string | null | undefined, op: string): number | null | undefined {
+  return v == null ? v : named(op, () => dtypeCode(v));
 }
 
-export function mfc(v: MemoryFormat | null | undefined): number | null | undefined {
-  return v == null ? v : memoryFormatCode(v);
+export function mfc(v: MemoryFormat | null | undefined, op: string): number | null | undefined {
+  return v == null ? v : named(op, () => memoryFormatCode(v));
 }
 
 export function owrap(h: unknown): Tensor | null {

@@ -1605,10 +1605,10 @@ export function sum(self: Tensor, dim: number | number[] | null, keepdim?: boole
 export function sum(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(143), th(a[0], 'aten::sum', 'self'), dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(143), th(a[0], 'aten::sum', 'self'), dc(a[n]?.dtype, 'aten::sum')) as number);
   }
   if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(144), th(a[0], 'aten::sum.dim_IntList', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(144), th(a[0], 'aten::sum.dim_IntList', 'self'), a[1], a[2], dc(a[n]?.dtype, 'aten::sum.dim_IntList')) as number);
   }
   throw noOverload('sum', a);
 }
@@ -1620,10 +1620,10 @@ export function mean(self: Tensor, dim: number | number[] | null, keepdim?: bool
 export function mean(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(145), th(a[0], 'aten::mean', 'self'), dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(145), th(a[0], 'aten::mean', 'self'), dc(a[n]?.dtype, 'aten::mean')) as number);
   }
   if (n >= 2 && n <= 3 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isIntListOrInt(a[1])) && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(146), th(a[0], 'aten::mean.dim', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(146), th(a[0], 'aten::mean.dim', 'self'), a[1], a[2], dc(a[n]?.dtype, 'aten::mean.dim')) as number);
   }
   throw noOverload('mean', a);
 }
@@ -1802,10 +1802,10 @@ export function norm(...a: any[]): any {
     return wrap(N.call(op(169), th(a[0], 'aten::norm.Scalar', 'self'), a[1]) as number);
   }
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && typeof a[n]?.dtype === 'string') {
-    return wrap(N.call(op(170), th(a[0], 'aten::norm.ScalarOpt_dtype', 'self'), a[1], dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(170), th(a[0], 'aten::norm.ScalarOpt_dtype', 'self'), a[1], dc(a[n]?.dtype, 'aten::norm.ScalarOpt_dtype')) as number);
   }
   if (n >= 4 && n <= 4 && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && typeof a[3] === 'boolean' && typeof a[n]?.dtype === 'string') {
-    return wrap(N.call(op(171), th(a[0], 'aten::norm.ScalarOpt_dim_dtype', 'self'), a[1], a[2], a[3], dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(171), th(a[0], 'aten::norm.ScalarOpt_dim_dtype', 'self'), a[1], a[2], a[3], dc(a[n]?.dtype, 'aten::norm.ScalarOpt_dim_dtype')) as number);
   }
   if (n >= 3 && n <= 4 && n === a.length && a[0] instanceof Tensor && (a[1] === null || a[1] === undefined || isScalar(a[1])) && isIntListOrInt(a[2]) && (a[3] === undefined || typeof a[3] === 'boolean') && a[n]?.dtype === undefined) {
     return wrap(N.call(op(172), th(a[0], 'aten::norm.ScalarOpt_dim', 'self'), a[1], a[2], a[3]) as number);
@@ -1820,10 +1820,10 @@ export function prod(self: Tensor, dim: number, keepdim?: boolean, opts?: { dtyp
 export function prod(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(173), th(a[0], 'aten::prod', 'self'), dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(173), th(a[0], 'aten::prod', 'self'), dc(a[n]?.dtype, 'aten::prod')) as number);
   }
   if (n >= 2 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[2] === undefined || typeof a[2] === 'boolean') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string')) {
-    return wrap(N.call(op(174), th(a[0], 'aten::prod.dim_int', 'self'), a[1], a[2], dc(a[n]?.dtype)) as number);
+    return wrap(N.call(op(174), th(a[0], 'aten::prod.dim_int', 'self'), a[1], a[2], dc(a[n]?.dtype, 'aten::prod.dim_int')) as number);
   }
   throw noOverload('prod', a);
 }
@@ -1881,7 +1881,7 @@ export function cumsum(self: Tensor, dim: number, opts?: { dtype?: DType | null 
 export function cumsum(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 2) throw noOverload('cumsum', a);
-  return wrap(N.call(op(182), th(a[0], 'aten::cumsum', 'self'), a[1], dc(a[n]?.dtype)) as number);
+  return wrap(N.call(op(182), th(a[0], 'aten::cumsum', 'self'), a[1], dc(a[n]?.dtype, 'aten::cumsum')) as number);
 }
 
 /** `aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` */
@@ -1930,7 +1930,7 @@ export function linalgVectorNorm(self: Tensor, ord?: Scalar, dim?: number | numb
 export function linalgVectorNorm(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 4) throw noOverload('linalgVectorNorm', a);
-  return wrap(N.call(op(188), th(a[0], 'aten::linalg_vector_norm', 'self'), a[1], a[2], a[3], dc(a[n]?.dtype)) as number);
+  return wrap(N.call(op(188), th(a[0], 'aten::linalg_vector_norm', 'self'), a[1], a[2], a[3], dc(a[n]?.dtype, 'aten::linalg_vector_norm')) as number);
 }
 
 /** `aten::count_nonzero(Tensor self, int? dim=None) -> Tensor` */
@@ -1980,7 +1980,7 @@ export function view(self: Tensor, size: number[]): Tensor;
 export function view(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'string') {
-    return wrap(N.call(op(194), th(a[0], 'aten::view.dtype', 'self'), dc(a[1])) as number);
+    return wrap(N.call(op(194), th(a[0], 'aten::view.dtype', 'self'), dc(a[1], 'aten::view.dtype')) as number);
   }
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && isIntList(a[1])) {
     return wrap(N.call(op(195), th(a[0], 'aten::view', 'self'), a[1]) as number);
@@ -2465,7 +2465,7 @@ export function mm(...a: any[]): any {
     return wrap(N.call(op(256), th(a[0], 'aten::mm', 'self'), th(a[1], 'aten::mm', 'mat2')) as number);
   }
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'string') {
-    return wrap(N.call(op(257), th(a[0], 'aten::mm.dtype', 'self'), th(a[1], 'aten::mm.dtype', 'mat2'), dc(a[2])) as number);
+    return wrap(N.call(op(257), th(a[0], 'aten::mm.dtype', 'self'), th(a[1], 'aten::mm.dtype', 'mat2'), dc(a[2], 'aten::mm.dtype')) as number);
   }
   throw noOverload('mm', a);
 }
@@ -2480,7 +2480,7 @@ export function bmm(...a: any[]): any {
     return wrap(N.call(op(258), th(a[0], 'aten::bmm', 'self'), th(a[1], 'aten::bmm', 'mat2')) as number);
   }
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'string') {
-    return wrap(N.call(op(259), th(a[0], 'aten::bmm.dtype', 'self'), th(a[1], 'aten::bmm.dtype', 'mat2'), dc(a[2])) as number);
+    return wrap(N.call(op(259), th(a[0], 'aten::bmm.dtype', 'self'), th(a[1], 'aten::bmm.dtype', 'mat2'), dc(a[2], 'aten::bmm.dtype')) as number);
   }
   throw noOverload('bmm', a);
 }
@@ -2495,7 +2495,7 @@ export function addmm(...a: any[]): any {
     return wrap(N.call(op(260), th(a[0], 'aten::addmm', 'self'), th(a[1], 'aten::addmm', 'mat1'), th(a[2], 'aten::addmm', 'mat2'), a[n]?.beta, a[n]?.alpha) as number);
   }
   if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string' && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
-    return wrap(N.call(op(261), th(a[0], 'aten::addmm.dtype', 'self'), th(a[1], 'aten::addmm.dtype', 'mat1'), th(a[2], 'aten::addmm.dtype', 'mat2'), dc(a[3]), a[n]?.beta, a[n]?.alpha) as number);
+    return wrap(N.call(op(261), th(a[0], 'aten::addmm.dtype', 'self'), th(a[1], 'aten::addmm.dtype', 'mat1'), th(a[2], 'aten::addmm.dtype', 'mat2'), dc(a[3], 'aten::addmm.dtype'), a[n]?.beta, a[n]?.alpha) as number);
   }
   throw noOverload('addmm', a);
 }
@@ -2534,7 +2534,7 @@ export function baddbmm(...a: any[]): any {
     return wrap(N.call(op(265), th(a[0], 'aten::baddbmm', 'self'), th(a[1], 'aten::baddbmm', 'batch1'), th(a[2], 'aten::baddbmm', 'batch2'), a[n]?.beta, a[n]?.alpha) as number);
   }
   if (n >= 4 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && a[2] instanceof Tensor && typeof a[3] === 'string' && (a[n]?.beta === undefined || isScalar(a[n]?.beta)) && (a[n]?.alpha === undefined || isScalar(a[n]?.alpha))) {
-    return wrap(N.call(op(266), th(a[0], 'aten::baddbmm.dtype', 'self'), th(a[1], 'aten::baddbmm.dtype', 'batch1'), th(a[2], 'aten::baddbmm.dtype', 'batch2'), dc(a[3]), a[n]?.beta, a[n]?.alpha) as number);
+    return wrap(N.call(op(266), th(a[0], 'aten::baddbmm.dtype', 'self'), th(a[1], 'aten::baddbmm.dtype', 'batch1'), th(a[2], 'aten::baddbmm.dtype', 'batch2'), dc(a[3], 'aten::baddbmm.dtype'), a[n]?.beta, a[n]?.alpha) as number);
   }
   throw noOverload('baddbmm', a);
 }
@@ -2688,7 +2688,7 @@ export function softmax(self: Tensor, dim: number, dtype?: DType | null): Tensor
 export function softmax(...a: any[]): any {
   const n = a.length;
   if (n > 3) throw noOverload('softmax', a);
-  return wrap(N.call(op(285), th(a[0], 'aten::softmax.int', 'self'), a[1], dc(a[2])) as number);
+  return wrap(N.call(op(285), th(a[0], 'aten::softmax.int', 'self'), a[1], dc(a[2], 'aten::softmax.int')) as number);
 }
 
 /** `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` */
@@ -2696,7 +2696,7 @@ export function logSoftmax(self: Tensor, dim: number, dtype?: DType | null): Ten
 export function logSoftmax(...a: any[]): any {
   const n = a.length;
   if (n > 3) throw noOverload('logSoftmax', a);
-  return wrap(N.call(op(286), th(a[0], 'aten::log_softmax.int', 'self'), a[1], dc(a[2])) as number);
+  return wrap(N.call(op(286), th(a[0], 'aten::log_softmax.int', 'self'), a[1], dc(a[2], 'aten::log_softmax.int')) as number);
 }
 
 /** `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor` */
@@ -2887,7 +2887,7 @@ export function zeros(size: number[], opts?: { dtype?: DType | null; layout?: nu
 export function zeros(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('zeros', a);
-  return rg(wrap(N.call(op(310), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+  return rg(wrap(N.call(op(310), a[0], dc(a[n]?.dtype, 'aten::zeros'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
 }
 
 /** `aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
@@ -2895,7 +2895,7 @@ export function ones(size: number[], opts?: { dtype?: DType | null; layout?: num
 export function ones(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('ones', a);
-  return rg(wrap(N.call(op(311), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+  return rg(wrap(N.call(op(311), a[0], dc(a[n]?.dtype, 'aten::ones'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
 }
 
 /** `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
@@ -2903,7 +2903,7 @@ export function full(size: number[], fillValue: Scalar, opts?: { dtype?: DType |
 export function full(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 2) throw noOverload('full', a);
-  return rg(wrap(N.call(op(312), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+  return rg(wrap(N.call(op(312), a[0], a[1], dc(a[n]?.dtype, 'aten::full'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
 }
 
 /** `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
@@ -2911,7 +2911,7 @@ export function empty(size: number[], opts?: { dtype?: DType | null; layout?: nu
 export function empty(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('empty', a);
-  return rg(wrap(N.call(op(313), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(313), a[0], dc(a[n]?.dtype, 'aten::empty.memory_format'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::empty.memory_format')) as number), a[n]);
 }
 
 /** `aten::empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
@@ -2919,7 +2919,7 @@ export function emptyStrided(size: number[], stride: number[], opts?: { dtype?: 
 export function emptyStrided(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 2) throw noOverload('emptyStrided', a);
-  return rg(wrap(N.call(op(314), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+  return rg(wrap(N.call(op(314), a[0], a[1], dc(a[n]?.dtype, 'aten::empty_strided'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
 }
 
 /** `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
@@ -2931,13 +2931,13 @@ export function arange(start: Scalar, end: Scalar, step?: Scalar, opts?: { dtype
 export function arange(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && isScalar(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(315), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(315), a[0], dc(a[n]?.dtype, 'aten::arange'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && isScalar(a[0]) && isScalar(a[1]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(316), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(316), a[0], a[1], dc(a[n]?.dtype, 'aten::arange.start'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 2 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && (a[2] === undefined || isScalar(a[2])) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(317), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(317), a[0], a[1], a[2], dc(a[n]?.dtype, 'aten::arange.start_step'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('arange', a);
 }
@@ -2953,16 +2953,16 @@ export function linspace(start: Scalar, end: Scalar, steps: number, opts?: { dty
 export function linspace(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(318), th(a[0], 'aten::linspace.Tensor_Tensor', 'start'), th(a[1], 'aten::linspace.Tensor_Tensor', 'end'), a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(318), th(a[0], 'aten::linspace.Tensor_Tensor', 'start'), th(a[1], 'aten::linspace.Tensor_Tensor', 'end'), a[2], dc(a[n]?.dtype, 'aten::linspace.Tensor_Tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(319), th(a[0], 'aten::linspace.Tensor_Scalar', 'start'), a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(319), th(a[0], 'aten::linspace.Tensor_Scalar', 'start'), a[1], a[2], dc(a[n]?.dtype, 'aten::linspace.Tensor_Scalar'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(320), a[0], th(a[1], 'aten::linspace.Scalar_Tensor', 'end'), a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(320), a[0], th(a[1], 'aten::linspace.Scalar_Tensor', 'end'), a[2], dc(a[n]?.dtype, 'aten::linspace.Scalar_Tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(321), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(321), a[0], a[1], a[2], dc(a[n]?.dtype, 'aten::linspace'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('linspace', a);
 }
@@ -2978,16 +2978,16 @@ export function logspace(start: Scalar, end: Scalar, steps: number, base?: numbe
 export function logspace(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 3 && n <= 4 && a[0] instanceof Tensor && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(322), th(a[0], 'aten::logspace.Tensor_Tensor', 'start'), th(a[1], 'aten::logspace.Tensor_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(322), th(a[0], 'aten::logspace.Tensor_Tensor', 'start'), th(a[1], 'aten::logspace.Tensor_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype, 'aten::logspace.Tensor_Tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 4 && a[0] instanceof Tensor && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(323), th(a[0], 'aten::logspace.Tensor_Scalar', 'start'), a[1], a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(323), th(a[0], 'aten::logspace.Tensor_Scalar', 'start'), a[1], a[2], a[3], dc(a[n]?.dtype, 'aten::logspace.Tensor_Scalar'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 4 && isScalar(a[0]) && a[1] instanceof Tensor && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(324), a[0], th(a[1], 'aten::logspace.Scalar_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(324), a[0], th(a[1], 'aten::logspace.Scalar_Tensor', 'end'), a[2], a[3], dc(a[n]?.dtype, 'aten::logspace.Scalar_Tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 4 && isScalar(a[0]) && isScalar(a[1]) && typeof a[2] === 'number' && (a[3] === undefined || typeof a[3] === 'number') && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(325), a[0], a[1], a[2], a[3], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(325), a[0], a[1], a[2], a[3], dc(a[n]?.dtype, 'aten::logspace'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('logspace', a);
 }
@@ -2999,10 +2999,10 @@ export function eye(n: number, m: number, opts?: { dtype?: DType | null; layout?
 export function eye(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(326), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(326), a[0], dc(a[n]?.dtype, 'aten::eye'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && typeof a[0] === 'number' && typeof a[1] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(327), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(327), a[0], a[1], dc(a[n]?.dtype, 'aten::eye.m'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('eye', a);
 }
@@ -3014,10 +3014,10 @@ export function rand(size: number[], opts?: { generator?: Generator | null; dtyp
 export function rand(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(328), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(328), a[0], dc(a[n]?.dtype, 'aten::rand'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(329), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(329), a[0], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::rand.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('rand', a);
 }
@@ -3029,10 +3029,10 @@ export function randn(size: number[], opts?: { dtype?: DType | null; layout?: nu
 export function randn(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(330), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(330), a[0], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randn.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 1 && n <= 1 && isIntList(a[0]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(331), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(331), a[0], dc(a[n]?.dtype, 'aten::randn'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randn', a);
 }
@@ -3048,16 +3048,16 @@ export function randint(low: number, high: number, size: number[], opts?: { gene
 export function randint(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(332), a[0], a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(332), a[0], a[1], dc(a[n]?.dtype, 'aten::randint'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && typeof a[0] === 'number' && isIntList(a[1]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(333), a[0], a[1], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(333), a[0], a[1], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randint.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(334), a[0], a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(334), a[0], a[1], a[2], dc(a[n]?.dtype, 'aten::randint.low'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(335), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(335), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randint.low_generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randint', a);
 }
@@ -3069,10 +3069,10 @@ export function randperm(n: number, opts?: { generator?: Generator | null; dtype
 export function randperm(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(336), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(336), a[0], dc(a[n]?.dtype, 'aten::randperm'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   if (n >= 1 && n <= 1 && typeof a[0] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(337), a[0], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(337), a[0], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randperm.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('randperm', a);
 }
@@ -3082,7 +3082,7 @@ export function zerosLike(self: Tensor, opts?: { dtype?: DType | null; layout?: 
 export function zerosLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('zerosLike', a);
-  return rg(wrap(N.call(op(338), th(a[0], 'aten::zeros_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(338), th(a[0], 'aten::zeros_like', 'self'), dc(a[n]?.dtype, 'aten::zeros_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::zeros_like')) as number), a[n]);
 }
 
 /** `aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
@@ -3090,7 +3090,7 @@ export function onesLike(self: Tensor, opts?: { dtype?: DType | null; layout?: n
 export function onesLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('onesLike', a);
-  return rg(wrap(N.call(op(339), th(a[0], 'aten::ones_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(339), th(a[0], 'aten::ones_like', 'self'), dc(a[n]?.dtype, 'aten::ones_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::ones_like')) as number), a[n]);
 }
 
 /** `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
@@ -3098,7 +3098,7 @@ export function fullLike(self: Tensor, fillValue: Scalar, opts?: { dtype?: DType
 export function fullLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 2) throw noOverload('fullLike', a);
-  return rg(wrap(N.call(op(340), th(a[0], 'aten::full_like', 'self'), a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(340), th(a[0], 'aten::full_like', 'self'), a[1], dc(a[n]?.dtype, 'aten::full_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::full_like')) as number), a[n]);
 }
 
 /** `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
@@ -3106,7 +3106,7 @@ export function emptyLike(self: Tensor, opts?: { dtype?: DType | null; layout?: 
 export function emptyLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('emptyLike', a);
-  return rg(wrap(N.call(op(341), th(a[0], 'aten::empty_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(341), th(a[0], 'aten::empty_like', 'self'), dc(a[n]?.dtype, 'aten::empty_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::empty_like')) as number), a[n]);
 }
 
 /** `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
@@ -3116,10 +3116,10 @@ export function randLike(self: Tensor, opts?: { generator?: Generator | null; dt
 export function randLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(342), th(a[0], 'aten::rand_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(342), th(a[0], 'aten::rand_like', 'self'), dc(a[n]?.dtype, 'aten::rand_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::rand_like')) as number), a[n]);
   }
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
-    return rg(wrap(N.call(op(343), th(a[0], 'aten::rand_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(343), th(a[0], 'aten::rand_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::rand_like.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::rand_like.generator')) as number), a[n]);
   }
   throw noOverload('randLike', a);
 }
@@ -3131,10 +3131,10 @@ export function randnLike(self: Tensor, opts?: { dtype?: DType | null; layout?: 
 export function randnLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
-    return rg(wrap(N.call(op(344), th(a[0], 'aten::randn_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(344), th(a[0], 'aten::randn_like.generator', 'self'), gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randn_like.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randn_like.generator')) as number), a[n]);
   }
   if (n >= 1 && n <= 1 && a[0] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(345), th(a[0], 'aten::randn_like', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(345), th(a[0], 'aten::randn_like', 'self'), dc(a[n]?.dtype, 'aten::randn_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randn_like')) as number), a[n]);
   }
   throw noOverload('randnLike', a);
 }
@@ -3154,22 +3154,22 @@ export function randintLike(self: Tensor, low: number, high: number, opts?: { dt
 export function randintLike(...a: any[]): any {
   const n = positionalCount(a);
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(346), th(a[0], 'aten::randint_like.Tensor', 'self'), th(a[1], 'aten::randint_like.Tensor', 'high'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(346), th(a[0], 'aten::randint_like.Tensor', 'self'), th(a[1], 'aten::randint_like.Tensor', 'high'), dc(a[n]?.dtype, 'aten::randint_like.Tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like.Tensor')) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
-    return rg(wrap(N.call(op(347), th(a[0], 'aten::randint_like.Tensor_generator', 'self'), th(a[1], 'aten::randint_like.Tensor_generator', 'high'), gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(347), th(a[0], 'aten::randint_like.Tensor_generator', 'self'), th(a[1], 'aten::randint_like.Tensor_generator', 'high'), gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randint_like.Tensor_generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like.Tensor_generator')) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(348), th(a[0], 'aten::randint_like', 'self'), a[1], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(348), th(a[0], 'aten::randint_like', 'self'), a[1], dc(a[n]?.dtype, 'aten::randint_like'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like')) as number), a[n]);
   }
   if (n >= 2 && n <= 2 && a[0] instanceof Tensor && typeof a[1] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
-    return rg(wrap(N.call(op(349), th(a[0], 'aten::randint_like.generator', 'self'), a[1], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(349), th(a[0], 'aten::randint_like.generator', 'self'), a[1], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randint_like.generator'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like.generator')) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number' && (a[n]?.generator === null || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string')) {
-    return rg(wrap(N.call(op(350), th(a[0], 'aten::randint_like.low_generator_dtype', 'self'), a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(350), th(a[0], 'aten::randint_like.low_generator_dtype', 'self'), a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::randint_like.low_generator_dtype'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like.low_generator_dtype')) as number), a[n]);
   }
   if (n >= 3 && n <= 3 && a[0] instanceof Tensor && typeof a[1] === 'number' && typeof a[2] === 'number' && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean') && (a[n]?.memoryFormat === null || a[n]?.memoryFormat === undefined || typeof a[n]?.memoryFormat === 'string') && a[n]?.generator === undefined) {
-    return rg(wrap(N.call(op(351), th(a[0], 'aten::randint_like.low_dtype', 'self'), a[1], a[2], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat)) as number), a[n]);
+    return rg(wrap(N.call(op(351), th(a[0], 'aten::randint_like.low_dtype', 'self'), a[1], a[2], dc(a[n]?.dtype, 'aten::randint_like.low_dtype'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, mfc(a[n]?.memoryFormat, 'aten::randint_like.low_dtype')) as number), a[n]);
   }
   throw noOverload('randintLike', a);
 }
@@ -3194,7 +3194,7 @@ export function normal(...a: any[]): any {
     return wrap(N.call(op(354), a[0], th(a[1], 'aten::normal.float_Tensor', 'std'), gh(a[n]?.generator)) as number);
   }
   if (n >= 3 && n <= 3 && typeof a[0] === 'number' && typeof a[1] === 'number' && isIntList(a[2]) && (a[n]?.generator === null || a[n]?.generator === undefined || a[n]?.generator instanceof Generator) && (a[n]?.dtype === null || a[n]?.dtype === undefined || typeof a[n]?.dtype === 'string') && (a[n]?.layout === null || a[n]?.layout === undefined || typeof a[n]?.layout === 'number') && (a[n]?.device === null || a[n]?.device === undefined || typeof a[n]?.device === 'string') && (a[n]?.pinMemory === null || a[n]?.pinMemory === undefined || typeof a[n]?.pinMemory === 'boolean')) {
-    return rg(wrap(N.call(op(355), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+    return rg(wrap(N.call(op(355), a[0], a[1], a[2], gh(a[n]?.generator), dc(a[n]?.dtype, 'aten::normal.float_float'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
   }
   throw noOverload('normal', a);
 }
@@ -3212,7 +3212,7 @@ export function scalarTensor(s: Scalar, opts?: { dtype?: DType | null; layout?: 
 export function scalarTensor(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('scalarTensor', a);
-  return rg(wrap(N.call(op(357), a[0], dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
+  return rg(wrap(N.call(op(357), a[0], dc(a[n]?.dtype, 'aten::scalar_tensor'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory) as number), a[n]);
 }
 
 /** `aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` */
@@ -3224,13 +3224,13 @@ export function to(self: Tensor, device: DeviceLike, dtype: DType, nonBlocking?:
 export function to(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 5 && a[0] instanceof Tensor && a[1] instanceof Tensor && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && (a[4] === null || a[4] === undefined || typeof a[4] === 'string')) {
-    return wrap(N.call(op(358), th(a[0], 'aten::to.other', 'self'), th(a[1], 'aten::to.other', 'other'), a[2], a[3], mfc(a[4])) as number);
+    return wrap(N.call(op(358), th(a[0], 'aten::to.other', 'self'), th(a[1], 'aten::to.other', 'other'), a[2], a[3], mfc(a[4], 'aten::to.other')) as number);
   }
   if (n >= 2 && n <= 5 && a[0] instanceof Tensor && typeof a[1] === 'string' && (a[2] === undefined || typeof a[2] === 'boolean') && (a[3] === undefined || typeof a[3] === 'boolean') && (a[4] === null || a[4] === undefined || typeof a[4] === 'string')) {
-    return wrap(N.call(op(359), th(a[0], 'aten::to.dtype', 'self'), dc(a[1]), a[2], a[3], mfc(a[4])) as number);
+    return wrap(N.call(op(359), th(a[0], 'aten::to.dtype', 'self'), dc(a[1], 'aten::to.dtype'), a[2], a[3], mfc(a[4], 'aten::to.dtype')) as number);
   }
   if (n >= 3 && n <= 6 && a[0] instanceof Tensor && typeof a[1] === 'string' && typeof a[2] === 'string' && (a[3] === undefined || typeof a[3] === 'boolean') && (a[4] === undefined || typeof a[4] === 'boolean') && (a[5] === null || a[5] === undefined || typeof a[5] === 'string')) {
-    return wrap(N.call(op(360), th(a[0], 'aten::to.device', 'self'), a[1], dc(a[2]), a[3], a[4], mfc(a[5])) as number);
+    return wrap(N.call(op(360), th(a[0], 'aten::to.device', 'self'), a[1], dc(a[2], 'aten::to.device'), a[3], a[4], mfc(a[5], 'aten::to.device')) as number);
   }
   throw noOverload('to', a);
 }
@@ -3240,7 +3240,7 @@ export function _toCopy(self: Tensor, opts?: { dtype?: DType | null; layout?: nu
 export function _toCopy(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('_toCopy', a);
-  return rg(wrap(N.call(op(361), th(a[0], 'aten::_to_copy', 'self'), dc(a[n]?.dtype), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, a[n]?.nonBlocking, mfc(a[n]?.memoryFormat)) as number), a[n]);
+  return rg(wrap(N.call(op(361), th(a[0], 'aten::_to_copy', 'self'), dc(a[n]?.dtype, 'aten::_to_copy'), a[n]?.layout, a[n]?.device, a[n]?.pinMemory, a[n]?.nonBlocking, mfc(a[n]?.memoryFormat, 'aten::_to_copy')) as number), a[n]);
 }
 
 /** `aten::type_as(Tensor self, Tensor other) -> Tensor` */
@@ -3273,7 +3273,7 @@ export function clone(self: Tensor, opts?: { memoryFormat?: MemoryFormat | null 
 export function clone(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('clone', a);
-  return wrap(N.call(op(365), th(a[0], 'aten::clone', 'self'), mfc(a[n]?.memoryFormat)) as number);
+  return wrap(N.call(op(365), th(a[0], 'aten::clone', 'self'), mfc(a[n]?.memoryFormat, 'aten::clone')) as number);
 }
 
 /** `aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)` */
@@ -3281,7 +3281,7 @@ export function contiguous(self: Tensor, opts?: { memoryFormat?: MemoryFormat })
 export function contiguous(...a: any[]): any {
   const n = positionalCount(a);
   if (n > 1) throw noOverload('contiguous', a);
-  return wrap(N.call(op(366), th(a[0], 'aten::contiguous', 'self'), mfc(a[n]?.memoryFormat)) as number);
+  return wrap(N.call(op(366), th(a[0], 'aten::contiguous', 'self'), mfc(a[n]?.memoryFormat, 'aten::contiguous')) as number);
 }
 
 /** `aten::alias(Tensor(a) self) -> Tensor(a)` */
@@ -3682,7 +3682,7 @@ export function _foreachNorm(self: Tensor[], ord?: Scalar, dtype?: DType | null)
 export function _foreachNorm(...a: any[]): any {
   const n = a.length;
   if (n > 3) throw noOverload('_foreachNorm', a);
-  return (N.call(op(422), ths(a[0], 'aten::_foreach_norm.Scalar', 'self'), a[1], dc(a[2])) as number[]).map(wrap);
+  return (N.call(op(422), ths(a[0], 'aten::_foreach_norm.Scalar', 'self'), a[1], dc(a[2], 'aten::_foreach_norm.Scalar')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_zero_(Tensor(a!)[] self) -> ()` */

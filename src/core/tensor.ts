@@ -11,6 +11,7 @@ import {
   type TypedArray,
   typedArrayFor,
 } from './dtype.ts';
+import { named } from './errors.ts';
 import { formatTensor } from './format.ts';
 import { native } from './native.ts';
 import { rawOp } from './raw-op.ts';
@@ -147,22 +148,26 @@ export class Tensor implements Handle {
     if (typeof target === 'string')
       o = isDTypeName(target) ? { ...opts, dtype: target } : { ...opts, device: target };
     else o = target;
+    const dtype = o.dtype === undefined ? null : named('to()', () => dtypeCode(o.dtype!));
+    const memoryFormat =
+      o.memoryFormat === undefined ? null : named('to()', () => memoryFormatCode(o.memoryFormat!));
     return wrap(
       native.call(
         toOp(),
         this.h,
-        o.dtype === undefined ? null : dtypeCode(o.dtype),
+        dtype,
         null,
         o.device ?? null,
         null,
         o.nonBlocking ?? false,
         o.copy ?? false,
-        o.memoryFormat === undefined ? null : memoryFormatCode(o.memoryFormat),
+        memoryFormat,
       ) as number,
     );
   }
   contiguous(memoryFormat: MemoryFormat = 'contiguousFormat'): Tensor {
-    return wrap(native.call(contiguousOp(), this.h, memoryFormatCode(memoryFormat)) as number);
+    const code = named('contiguous()', () => memoryFormatCode(memoryFormat));
+    return wrap(native.call(contiguousOp(), this.h, code) as number);
   }
   clone(memoryFormat?: MemoryFormat): Tensor {
     return wrap(
