@@ -1,5 +1,7 @@
 // The public API of tsddp (re-exports only).
 
+export * as amp from './amp/index.ts';
+export { autocast, autocastAsync, GradScaler } from './amp/index.ts';
 export {
   enableGrad,
   enableGradAsync,

@@ -45,12 +45,14 @@ interface OptimizerState {
   foundInfPerDevice: Map<string, Tensor>;
 }
 
-/** One master tensor, with copies on other devices made on first use (PyTorch's _MultiDeviceReplicator). */
+/**
+ * Copies of one master tensor, one per device, made on first use (PyTorch's
+ * _MultiDeviceReplicator). The master itself is never handed out, so an optimizer
+ * without any gradient records no inf check at all, as in PyTorch.
+ */
 class MultiDeviceReplicator {
   readonly perDevice = new Map<string, Tensor>();
-  constructor(readonly master: Tensor) {
-    this.perDevice.set(master.device, master);
-  }
+  constructor(readonly master: Tensor) {}
   get(device: string): Tensor {
     let t = this.perDevice.get(device);
     if (t === undefined) {
@@ -111,9 +113,11 @@ export class GradScaler {
   }
 
   private checkScaleGrowthTracker(funcname: string): [Tensor, Tensor] {
-    const fix = 'This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration.';
+    const fix =
+      'This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration.';
     if (this.scaleTensor === null) throw new Error(`Attempted ${funcname} but _scale is None.  ${fix}`);
-    if (this.growthTracker === null) throw new Error(`Attempted ${funcname} but _growth_tracker is None.  ${fix}`);
+    if (this.growthTracker === null)
+      throw new Error(`Attempted ${funcname} but _growth_tracker is None.  ${fix}`);
     return [this.scaleTensor, this.growthTracker];
   }
 
@@ -167,7 +171,8 @@ export class GradScaler {
             }
             const grad = param.grad;
             if (grad === null) continue;
-            if (!allowFp16 && grad.dtype === 'float16') throw new Error('Attempting to unscale FP16 gradients.');
+            if (!allowFp16 && grad.dtype === 'float16')
+              throw new Error('Attempting to unscale FP16 gradients.');
             let byDtype = perDeviceAndDtype.get(grad.device);
             if (byDtype === undefined) {
               byDtype = new Map();
@@ -209,7 +214,7 @@ export class GradScaler {
     tidy(() => {
       // As PyTorch: the reciprocal in float64, because float32 division can be imprecise.
       const invScale = scale.double().reciprocal().float();
-      const foundInf = full([], 0, { dtype: 'float32', device: scale.device }).keep();
+      const foundInf = full([], 0, { dtype: 'float32', device: scale.device });
       state.foundInfPerDevice = this.unscaleGrads(optimizer, invScale, foundInf, false);
     });
     state.stage = OptState.UNSCALED;
@@ -228,10 +233,11 @@ export class GradScaler {
       throw new Error('step() has already been called since the last update().');
     }
     if (state.stage === OptState.READY) this.unscale_(optimizer);
-    if (state.foundInfPerDevice.size === 0) throw new Error('No inf checks were recorded for this optimizer.');
+    if (state.foundInfPerDevice.size === 0)
+      throw new Error('No inf checks were recorded for this optimizer.');
     let found = 0;
     for (const f of state.foundInfPerDevice.values()) found += f.item();
-    const retval = optimizer.step();
+    const retval = found === 0 ? optimizer.step() : undefined;
     state.stage = OptState.STEPPED;
     return retval;
   }
@@ -352,7 +358,9 @@ export class GradScaler {
     const keys = ['scale', 'growth_factor', 'backoff_factor', 'growth_interval', '_growth_tracker'] as const;
     for (const k of keys) {
       if (typeof stateDict[k] !== 'number' || !Number.isFinite(stateDict[k])) {
-        throw new TypeError(`GradScaler.loadStateDict(): '${k}' must be a finite number, got ${String(stateDict[k])}`);
+        throw new TypeError(
+          `GradScaler.loadStateDict(): '${k}' must be a finite number, got ${String(stateDict[k])}`,
+        );
       }
     }
     const s = stateDict as GradScalerState;
