@@ -27,3 +27,4 @@ export {
   Tensor,
   type ToOptions,
 } from './core/tensor.ts';
+export * as optim from './optim/index.ts';

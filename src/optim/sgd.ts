@@ -1,0 +1,192 @@
+// SGD with momentum, dampening, Nesterov, weight decay and maximize, as
+// torch.optim.SGD. The update runs as multi-tensor (_foreach_*) kernels, following
+// PyTorch's _multi_tensor_sgd op for op, or as libtorch's fused kernel (_fused_sgd_)
+// with `fused: true`. (On CPU PyTorch defaults to a per-parameter loop; its results
+// equal the multi-tensor ones, which the fixtures check.)
+
+import type { Tensor } from '../index.ts';
+import * as t from '../index.ts';
+import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
+import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+
+export interface SGDOptions {
+  /** Learning rate (default 1e-3). */
+  lr?: number;
+  momentum?: number;
+  dampening?: number;
+  /** L2 penalty added to the gradient (PyTorch: weight_decay). */
+  weightDecay?: number;
+  nesterov?: boolean;
+  /** Maximize the objective instead of minimizing it. */
+  maximize?: boolean;
+  /**
+   * Multi-tensor kernels. They are used whenever `fused` is not set; `foreach: false`
+   * (PyTorch's per-parameter loop) is accepted for checkpoint compatibility and runs
+   * the same multi-tensor kernels, whose results are the same.
+   */
+  foreach?: boolean | null;
+  /** libtorch's fused SGD kernel (one kernel per device and dtype). */
+  fused?: boolean | null;
+}
+
+export class SGD extends Optimizer {
+  constructor(params: ParamsInput<SGDOptions>, opts: SGDOptions = {}) {
+    super(params, {
+      lr: opts.lr ?? 1e-3,
+      momentum: opts.momentum ?? 0,
+      dampening: opts.dampening ?? 0,
+      weightDecay: opts.weightDecay ?? 0,
+      nesterov: opts.nesterov ?? false,
+      maximize: opts.maximize ?? false,
+      foreach: opts.foreach ?? null,
+      differentiable: false,
+      fused: opts.fused ?? null,
+    });
+  }
+
+  protected override validateGroup(g: ParamGroup): void {
+    const lr = hyper(g, 'lr');
+    const momentum = hyper(g, 'momentum');
+    const weightDecay = hyper(g, 'weightDecay');
+    if (!(lr >= 0)) throw new RangeError(`Invalid learning rate: ${lr}`);
+    if (!(momentum >= 0)) throw new RangeError(`Invalid momentum value: ${momentum}`);
+    if (!(weightDecay >= 0)) throw new RangeError(`Invalid weight_decay value: ${weightDecay}`);
+    if (flag(g, 'nesterov') && (momentum <= 0 || hyper(g, 'dampening') !== 0)) {
+      throw new RangeError('Nesterov momentum requires a momentum and zero dampening');
+    }
+    if (flag(g, 'fused') && flag(g, 'foreach')) {
+      throw new RangeError('`fused` and `foreach` cannot be `true` together.');
+    }
+    if (flag(g, 'differentiable')) throw new RangeError('differentiable SGD is not supported');
+    if (flag(g, 'fused')) {
+      for (const p of g.params) {
+        if (
+          !(p.dtype === 'float32' || p.dtype === 'float64' || p.dtype === 'float16' || p.dtype === 'bfloat16')
+        ) {
+          throw new TypeError(`\`fused: true\` requires floating point parameters, got ${p.dtype}`);
+        }
+      }
+    }
+  }
+
+  protected stepGroup(group: ParamGroup): void {
+    const params: Tensor[] = [];
+    const grads: Tensor[] = [];
+    for (const p of group.params) {
+      const g = p.grad;
+      if (g === null) continue;
+      params.push(p);
+      grads.push(g);
+    }
+    if (params.length === 0) return;
+    for (const idx of groupIndicesByDeviceAndDtype(params)) {
+      const ps = pick(params, idx);
+      const gs = pick(grads, idx);
+      if (flag(group, 'fused')) this.fused(group, ps, gs);
+      else this.multiTensor(group, ps, gs);
+    }
+  }
+
+  /** PyTorch's _multi_tensor_sgd for one device and dtype. */
+  private multiTensor(group: ParamGroup, params: Tensor[], gradsIn: Tensor[]): void {
+    checkNoAmpScaling(this);
+    const lr = hyper(group, 'lr');
+    const momentum = hyper(group, 'momentum');
+    const dampening = hyper(group, 'dampening');
+    const weightDecay = hyper(group, 'weightDecay');
+    const maximize = flag(group, 'maximize');
+    let grads = gradsIn;
+    // True once `grads` holds temporaries rather than the parameters' own .grad.
+    let owned = false;
+    if (maximize) {
+      grads = t._foreachNeg(grads);
+      owned = true;
+    }
+    if (weightDecay !== 0) {
+      if (owned) t._foreachAdd_(grads, params, { alpha: weightDecay });
+      else grads = t._foreachAdd(grads, params, { alpha: weightDecay });
+      owned = true;
+    }
+    if (momentum !== 0) {
+      const bufs: Tensor[] = [];
+      const existing: number[] = [];
+      params.forEach((p, i) => {
+        const state = this.stateOf(p);
+        const buf = state.momentum_buffer;
+        if (buf instanceof t.Tensor) {
+          bufs.push(buf);
+          existing.push(i);
+        } else {
+          // First step for this parameter: the buffer is the gradient itself (no dampening).
+          const fresh = grads[i].detach().clone().keep();
+          state.momentum_buffer = fresh;
+          bufs.push(fresh);
+        }
+      });
+      if (existing.length > 0) {
+        const old = pick(bufs, existing);
+        t._foreachMul_(old, momentum);
+        t._foreachAdd_(old, pick(grads, existing), { alpha: 1 - dampening });
+      }
+      if (flag(group, 'nesterov')) {
+        // PyTorch updates in place here, which writes into p.grad when no temporary
+        // exists yet; an out-of-place add gives the same numbers and leaves p.grad alone.
+        if (owned) t._foreachAdd_(grads, bufs, { alpha: momentum });
+        else grads = t._foreachAdd(grads, bufs, { alpha: momentum });
+      } else {
+        grads = bufs;
+      }
+    }
+    t._foreachAdd_(params, grads, { alpha: -lr });
+  }
+
+  /** libtorch's _fused_sgd_ for one device and dtype. */
+  private fused(group: ParamGroup, params: Tensor[], grads: Tensor[]): void {
+    const momentum = hyper(group, 'momentum');
+    const opts = {
+      weightDecay: hyper(group, 'weightDecay'),
+      momentum,
+      lr: hyper(group, 'lr'),
+      dampening: hyper(group, 'dampening'),
+      nesterov: flag(group, 'nesterov'),
+      maximize: flag(group, 'maximize'),
+      gradScale: this.gradScale === null ? null : this.gradScale.to(params[0].device),
+      foundInf: this.foundInf === null ? null : this.foundInf.to(params[0].device),
+    };
+    if (momentum === 0) {
+      t._fusedSgd_(params, grads, [], { ...opts, isFirstStep: false });
+      return;
+    }
+    // The kernel initialises buffers itself on a first step (is_first_step). PyTorch
+    // requires all buffers of a group to be new or all to exist; parameters that got
+    // their first gradient later are run as a separate first-step call instead.
+    const fresh: number[] = [];
+    const existing: number[] = [];
+    const bufs = params.map((p, i) => {
+      const state = this.stateOf(p);
+      let buf = state.momentum_buffer;
+      if (buf instanceof t.Tensor) {
+        existing.push(i);
+      } else {
+        // Zeros rather than empty: a step skipped for inf/NaN (foundInf) leaves the
+        // buffer as it was, and PyTorch's empty_like would leave garbage there.
+        buf = t.zerosLike(grads[i]).keep();
+        state.momentum_buffer = buf;
+        fresh.push(i);
+      }
+      return buf;
+    });
+    if (existing.length > 0) {
+      t._fusedSgd_(pick(params, existing), pick(grads, existing), pick(bufs, existing), {
+        ...opts,
+        isFirstStep: false,
+      });
+    }
+    if (fresh.length > 0) {
+      t._fusedSgd_(pick(params, fresh), pick(grads, fresh), pick(bufs, fresh), {
+        ...opts,
+        isFirstStep: true,
+      });
+    }
+  }
+}
