@@ -1,5 +1,5 @@
 // The safetensors dtype names and the tsddp dtypes they map to (both directions).
-import type { DType } from '../index.ts';
+import type { DType } from '../core/index.ts';
 
 export const SAFETENSORS_TO_DTYPE: Readonly<Record<string, DType>> = {
   F64: 'float64',
@@ -38,4 +38,22 @@ export const ITEM_BYTES: Readonly<Record<DType, number>> = {
   int8: 1,
   uint8: 1,
   bool: 1,
+};
+
+/**
+ * The reference writer's dtype order (its Dtype enum); it lays tensors out by this rank,
+ * descending, then by name, which keeps data aligned. Writing the same order makes
+ * tsddp's files byte-identical to safetensors.torch.save_file's.
+ */
+export const WRITE_RANK: Readonly<Record<DType, number>> = {
+  bool: 0,
+  uint8: 1,
+  int8: 2,
+  int16: 3,
+  float16: 4,
+  bfloat16: 5,
+  int32: 6,
+  float32: 7,
+  float64: 8,
+  int64: 9,
 };

@@ -17,7 +17,13 @@ export function hasPickleExtension(path: string): boolean {
  * was offered where a checkpoint directory belongs.
  */
 export function pickleMagic(prefix: Uint8Array): 'zip' | 'pickle' | null {
-  if (prefix.length >= 4 && prefix[0] === 0x50 && prefix[1] === 0x4b && prefix[2] === 0x03 && prefix[3] === 0x04)
+  if (
+    prefix.length >= 4 &&
+    prefix[0] === 0x50 &&
+    prefix[1] === 0x4b &&
+    prefix[2] === 0x03 &&
+    prefix[3] === 0x04
+  )
     return 'zip';
   if (prefix.length >= 2 && prefix[0] === 0x80 && prefix[1] >= 2 && prefix[1] <= 5) return 'pickle';
   return null;

@@ -178,7 +178,7 @@ export function toPlain(v: JsonValue): unknown {
   return v;
 }
 
-function hasLoneSurrogate(s: string): boolean {
+export function hasLoneSurrogate(s: string): boolean {
   for (let k = 0; k < s.length; k++) {
     const c = s.charCodeAt(k);
     if (c >= 0xd800 && c <= 0xdbff) {

@@ -4,8 +4,8 @@
 // count), or calls libtorch's fused kernels (_fused_adam_ / _fused_adamw_) with
 // `fused: true`. The per-parameter `step` is a float32 scalar tensor, as in PyTorch.
 
-import type { Tensor } from '../index.ts';
-import * as t from '../index.ts';
+import type { Tensor } from '../core/index.ts';
+import * as t from '../core/index.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 

@@ -2,8 +2,8 @@
 // norms with _foreach_norm, their norm as the total, then one _foreach_mul_ by the clip
 // coefficient clamped to 1 (so gradients under the limit are multiplied by exactly 1).
 
-import type { Tensor } from '../index.ts';
-import * as t from '../index.ts';
+import type { Tensor } from '../core/index.ts';
+import * as t from '../core/index.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 
 export interface ClipGradNormOptions {

@@ -1,7 +1,7 @@
 // Splitting tensor lists by (device, dtype), as PyTorch's
 // Optimizer._group_tensors_by_device_and_dtype does before calling multi-tensor or
 // fused kernels, which need one device and one dtype per call.
-import type { Tensor } from '../index.ts';
+import type { Tensor } from '../core/index.ts';
 
 /**
  * Indices of `tensors` grouped by device and dtype, groups in order of first

@@ -7,8 +7,8 @@
 // (momentum_buffer, step, exp_avg, exp_avg_sq, max_exp_avg_sq). pytorch-names.ts
 // converts whole state dicts both ways for checkpoints.
 import { isFloatingPoint } from '../core/dtype.ts';
-import type { Tensor } from '../index.ts';
-import * as t from '../index.ts';
+import type { Tensor } from '../core/index.ts';
+import * as t from '../core/index.ts';
 
 /** One parameter group: its parameters and hyperparameters (lr, momentum, betas, ...). */
 export type ParamGroup = { params: Tensor[]; lr: number; [hyper: string]: unknown };

@@ -4,8 +4,8 @@
 // with `fused: true`. (On CPU PyTorch defaults to a per-parameter loop; its results
 // equal the multi-tensor ones, which the fixtures check.)
 
-import type { Tensor } from '../index.ts';
-import * as t from '../index.ts';
+import type { Tensor } from '../core/index.ts';
+import * as t from '../core/index.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 

@@ -1,0 +1,125 @@
+// Crash-safe file writes: write to a temp name in the same directory, fsync, rename over
+// the final name, fsync the directory. A reader sees the old file or the whole new one,
+// never a torn one. Temp names carry the writer's pid so a later run can tell a dead
+// writer's leftovers (removed) from a live writer's file (left alone).
+import { createHash, randomBytes } from 'node:crypto';
+import { open, readdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+export interface WrittenFile {
+  /** Bytes written. */
+  size: number;
+  /** Lowercase hex sha256 of the content. */
+  sha256: string;
+}
+
+/** Progress of a checkpoint write, for logs and for crash tests. */
+export interface WriteProgress {
+  /** The final file name (not the temp name). */
+  file: string;
+  /** 'writing': a chunk reached the temp file; 'committed': it was renamed into place and the directory synced. */
+  stage: 'writing' | 'committed';
+  /** Bytes written so far. */
+  bytes: number;
+}
+export type ProgressHook = (p: WriteProgress) => void | Promise<void>;
+
+const TEMP = /^\.(.+)\.tmp-(\d+)-[0-9a-f]+$/;
+// Temp files this process is writing right now (never cleaned as stale).
+const inFlight = new Set<string>();
+
+function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+}
+
+/** Writes `chunks` to `path` atomically and durably; returns size and sha256 of what was written. */
+export async function writeFileAtomic(
+  path: string,
+  chunks: Iterable<Uint8Array>,
+  onProgress?: ProgressHook,
+): Promise<WrittenFile> {
+  const tmp = tempPathFor(path);
+  const file = basename(path);
+  const hash = createHash('sha256');
+  let size = 0;
+  inFlight.add(tmp);
+  try {
+    const fh = await open(tmp, 'wx', 0o644);
+    try {
+      for (const chunk of chunks) {
+        let done = 0;
+        while (done < chunk.length) {
+          const { bytesWritten } = await fh.write(chunk, done, chunk.length - done);
+          done += bytesWritten;
+        }
+        hash.update(chunk);
+        size += chunk.length;
+        await onProgress?.({ file, stage: 'writing', bytes: size });
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    await fsyncDir(dirname(path));
+  } catch (e) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw e;
+  } finally {
+    inFlight.delete(tmp);
+  }
+  await onProgress?.({ file, stage: 'committed', bytes: size });
+  return { size, sha256: hash.digest('hex') };
+}
+
+/** Makes a directory's entries (creations, renames, removals) durable. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** True for names writeFileAtomic gives its temp files. */
+export function isTempName(name: string): boolean {
+  return TEMP.test(name);
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists but belongs to someone else.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes temp files left in `dir` by writers that died (their pid is gone) or by this
+ * process's own abandoned writes; returns the names removed. A missing dir is fine.
+ */
+export async function cleanStaleTemps(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = TEMP.exec(name);
+    if (m === null) continue;
+    const path = join(dir, name);
+    const pid = Number(m[2]);
+    const stale = pid === process.pid ? !inFlight.has(path) : !processAlive(pid);
+    if (!stale) continue;
+    await rm(path, { force: true, recursive: true });
+    removed.push(name);
+  }
+  if (removed.length > 0) await fsyncDir(dir);
+  return removed;
+}

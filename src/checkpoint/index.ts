@@ -1,0 +1,26 @@
+// Checkpoints: safetensors files and atomic, verified checkpoint directories (DESIGN §8).
+export type { ProgressHook, WriteProgress, WrittenFile } from './atomic.ts';
+export {
+  CheckpointError,
+  type CheckpointErrorCode,
+  SafetensorsError,
+  type SafetensorsErrorCode,
+} from './errors.ts';
+export { checkpointDirName } from './layout.ts';
+export {
+  type LoadCheckpointOptions,
+  type LoadedCheckpoint,
+  type LoadTargets,
+  latestCheckpoint,
+  loadCheckpoint,
+  verifyCheckpoint,
+} from './load.ts';
+export type { Manifest, ManifestEntry } from './manifest.ts';
+export * as safetensors from './safetensors-api.ts';
+export {
+  type CheckpointState,
+  type SaveCheckpointOptions,
+  type SavedCheckpoint,
+  saveCheckpoint,
+} from './save.ts';
+export type { EpochSetter, Stateful } from './stateful.ts';

@@ -1,0 +1,88 @@
+// What a checkpoint directory holds, and the trainer.json record.
+//
+//   <root>/ckpt-000120/
+//     model.safetensors      module state dict, torchvision names (loads with safetensors.torch.load_file)
+//     optimizer.safetensors  optimizer state tensors, keys like "state.3.momentum_buffer"
+//     trainer.safetensors    tensors found in scheduler / scaler / extra state (only if any)
+//     trainer.json           everything else: epoch, step, world size, RNG, param groups, scheduler, scaler, extra
+//     manifest.json          size + sha256 of each file above; written last (the commit record)
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CheckpointError } from './errors.ts';
+import { isCount, parseRecord } from './manifest.ts';
+import type { EncodedState } from './state-codec.ts';
+
+export const MODEL_FILE = 'model.safetensors';
+export const OPTIMIZER_FILE = 'optimizer.safetensors';
+export const TRAINER_TENSORS_FILE = 'trainer.safetensors';
+export const TRAINER_FILE = 'trainer.json';
+export const TRAINER_FORMAT = 'tsddp.trainer';
+
+/** The parts of trainer state that come from stateful objects. */
+export const PARTS = ['optimizer', 'scheduler', 'scaler'] as const;
+export type Part = (typeof PARTS)[number];
+
+export interface TrainerRecord {
+  format: typeof TRAINER_FORMAT;
+  version: number;
+  epoch: number;
+  step: number;
+  samplerEpoch: number;
+  worldSize: number;
+  /** The global CPU generator state (base64), or null when it was not saved. */
+  rng: { cpu: string } | null;
+  /** Encoded state dicts; a part is present only if it was saved. */
+  parts: Partial<Record<Part, EncodedState>>;
+  extra: EncodedState;
+}
+
+const DIR_NAME = /^ckpt-(\d+)$/;
+
+export function checkpointDirName(step: number): string {
+  return `ckpt-${String(step).padStart(6, '0')}`;
+}
+
+/** The step a checkpoint directory name encodes, or null for other names. */
+export function stepOfDirName(name: string): number | null {
+  const m = DIR_NAME.exec(name);
+  return m === null ? null : Number(m[1]);
+}
+
+/** Checkpoint directories under `root` (committed or not), oldest step first. */
+export async function listCheckpointDirs(root: string): Promise<{ dir: string; step: number }[]> {
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = await readdir(root, { withFileTypes: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  const out: { dir: string; step: number }[] = [];
+  for (const e of entries) {
+    const step = stepOfDirName(e.name);
+    if (step !== null && e.isDirectory()) out.push({ dir: join(root, e.name), step });
+  }
+  return out.sort((a, b) => a.step - b.step);
+}
+
+/** Parses and validates trainer.json (already digest-checked). */
+export function parseTrainerRecord(bytes: Uint8Array, path: string): TrainerRecord {
+  const r = parseRecord(bytes, path, 'trainer state');
+  const bad = (what: string): never => {
+    throw new CheckpointError('CORRUPT', path, `trainer state ${what}`);
+  };
+  if (r.format !== TRAINER_FORMAT)
+    bad(`has format ${JSON.stringify(r.format)}, expected '${TRAINER_FORMAT}'`);
+  if (!isCount(r.version) || r.version !== 1) bad(`has unsupported version ${JSON.stringify(r.version)}`);
+  for (const k of ['epoch', 'step', 'samplerEpoch'] as const) if (!isCount(r[k])) bad(`has no valid ${k}`);
+  if (!isCount(r.worldSize) || r.worldSize < 1) bad('has no valid worldSize');
+  const rng = r.rng as { cpu?: unknown } | null;
+  if (rng !== null && (typeof rng !== 'object' || typeof rng.cpu !== 'string'))
+    bad('has an invalid rng record');
+  if (r.parts === null || typeof r.parts !== 'object' || Array.isArray(r.parts)) bad('has no parts object');
+  for (const k of Object.keys(r.parts as object)) {
+    if (!(PARTS as readonly string[]).includes(k)) bad(`has an unknown part '${k}'`);
+  }
+  if (!('extra' in r)) bad('has no extra field');
+  return r as unknown as TrainerRecord;
+}

@@ -1,0 +1,15 @@
+// The `safetensors` namespace: Python's safetensors.torch names plus the strict header reader.
+
+export {
+  type ByteSource,
+  deserialize,
+  load,
+  loadFile,
+  readHeader,
+  readSafetensors,
+  type SafetensorsContents,
+  type SaveOptions,
+  save,
+  saveFile,
+} from './safetensors.ts';
+export { MAX_HEADER_BYTES, type SafetensorsHeader, type TensorEntry } from './safetensors-header.ts';

@@ -1,0 +1,29 @@
+// The tensor layer in one import, for the other areas of src/ (nn, optim, data, ...):
+// `import * as t from '../core/index.ts'`. Importing src/index.ts from inside src/
+// would create import cycles.
+
+export {
+  enableGrad,
+  enableGradAsync,
+  isGradEnabled,
+  noGrad,
+  noGradAsync,
+  setGradEnabled,
+} from '../autograd/grad-mode.ts';
+export * as autograd from '../autograd/index.ts';
+export { fromBuffer, fromBytes, type TensorOptions, tensor } from './creation.ts';
+export { DTYPES, type DType, type MemoryFormat, type TypedArray } from './dtype.ts';
+export { TorchError } from './errors.ts';
+export * from './ops.ts';
+export * as ops from './ops.ts';
+export { defaultGenerator, Generator, manualSeed } from './random.ts';
+export { buildInfo, cuda, getNumThreads, setNumThreads } from './runtime.ts';
+export { keep, memory, Scope, scope, tidy, tidyAsync } from './scope.ts';
+export {
+  type BackwardOptions,
+  type DeviceLike,
+  type NestedArray,
+  type Scalar,
+  Tensor,
+  type ToOptions,
+} from './tensor.ts';
