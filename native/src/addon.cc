@@ -1,5 +1,5 @@
 // Module registration: each file contributes its functions to the exports object.
-#include "common.h"
+#include "distributed.h"
 
 namespace tsddp {
 namespace {
@@ -14,6 +14,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initDispatch(env, exports);
   initAutograd(env, exports);
   initRandom(env, exports);
+  initProcessGroup(env, exports);
+  initReducer(env, exports);
   return exports;
 }
 }  // namespace

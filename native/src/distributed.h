@@ -1,0 +1,45 @@
+// Shared between the distributed translation units: the per-thread tables of stores
+// and process groups, and the bridge that settles JS promises from c10d threads.
+#pragma once
+
+#include "common.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace tsddp {
+
+// Handle tables: small integer handles, like tensors. Entries are cleared on destroy.
+template <typename T>
+class Table {
+ public:
+  int32_t put(c10::intrusive_ptr<T> p) {
+    items_.push_back(std::move(p));
+    return static_cast<int32_t>(items_.size() - 1);
+  }
+  const c10::intrusive_ptr<T>& get(Napi::Env env, const Napi::Value& v, const char* what) const {
+    int32_t h = v.IsNumber() ? v.As<Napi::Number>().Int32Value() : -1;
+    if (h < 0 || static_cast<size_t>(h) >= items_.size() || !items_[h])
+      throw Napi::TypeError::New(env, std::string(what) + ": invalid or destroyed handle");
+    return items_[h];
+  }
+  void reset(int32_t h) {
+    if (h >= 0 && static_cast<size_t>(h) < items_.size()) items_[h].reset();
+  }
+
+ private:
+  std::vector<c10::intrusive_ptr<T>> items_;
+};
+
+Table<c10d::Store>& stores();
+Table<c10d::ProcessGroup>& processGroups();
+
+// Returns a promise settled when `future` completes (on whatever thread it completes),
+// naming `op` in the rejection. Keeps the event loop alive while anything is pending.
+Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
+                                const std::string& op);
+
+void initProcessGroup(Napi::Env env, Napi::Object exports);
+void initReducer(Napi::Env env, Napi::Object exports);
+
+}  // namespace tsddp

@@ -1,0 +1,366 @@
+// Stores (TCPStore, FileStore), process groups (Gloo; NCCL on CUDA builds) and
+// collectives. Collectives return promises settled from c10d's threads through one
+// thread-safe function per JS thread; no JavaScript runs on a c10d thread.
+#include "distributed.h"
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace tsddp {
+
+Table<c10d::Store>& stores() {
+  thread_local Table<c10d::Store> t;
+  return t;
+}
+
+Table<c10d::ProcessGroup>& processGroups() {
+  thread_local Table<c10d::ProcessGroup> t;
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Promise bridge
+
+namespace {
+
+struct Settlement {
+  uint32_t id;
+  bool ok;
+  std::string error;
+};
+
+struct PromiseBridge {
+  Napi::ThreadSafeFunction tsfn;
+  std::unordered_map<uint32_t, Napi::Promise::Deferred> pending;
+  uint32_t nextId = 0;
+};
+
+PromiseBridge& bridge(Napi::Env env) {
+  thread_local PromiseBridge* b = nullptr;
+  if (b == nullptr) {
+    b = new PromiseBridge();  // lives as long as the JS thread
+    b->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
+                                            "tsddp-c10d", 0, 1);
+    b->tsfn.Unref(env);  // only pending work keeps the event loop alive
+  }
+  return *b;
+}
+
+void settle(Napi::Env env, Napi::Function, Settlement* s) {
+  auto& b = bridge(env);
+  auto it = b.pending.find(s->id);
+  if (it != b.pending.end()) {
+    if (s->ok) {
+      it->second.Resolve(env.Undefined());
+    } else {
+      auto err = Napi::Error::New(env, s->error);
+      it->second.Reject(err.Value());
+    }
+    b.pending.erase(it);
+    if (b.pending.empty()) b.tsfn.Unref(env);
+  }
+  delete s;
+}
+
+}  // namespace
+
+Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
+                                const std::string& op) {
+  auto& b = bridge(env);
+  uint32_t id = b.nextId++;
+  auto deferred = Napi::Promise::Deferred::New(env);
+  auto promise = deferred.Promise();
+  if (b.pending.empty()) b.tsfn.Ref(env);
+  b.pending.emplace(id, std::move(deferred));
+  Napi::ThreadSafeFunction tsfn = b.tsfn;
+  future->addCallback([tsfn, id, op](c10::ivalue::Future& f) mutable {
+    auto* s = new Settlement{id, !f.hasError(), ""};
+    if (f.hasError()) s->error = op + ": " + f.tryRetrieveErrorMessage();
+    if (tsfn.NonBlockingCall(s, settle) != napi_ok) delete s;
+  });
+  return promise;
+}
+
+// Some Gloo works (reduce_scatter) implement wait() but not getFuture(): for those a
+// short-lived thread waits and settles the promise through the same bridge.
+Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const c10::Error&) {
+    future = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
+    std::thread([work, future] {
+      try {
+        work->wait();
+        future->markCompleted(c10::IValue());
+      } catch (...) {
+        future->setError(std::current_exception());
+      }
+    }).detach();
+  }
+  return promiseFromFuture(env, future, op);
+}
+
+namespace {
+
+std::chrono::milliseconds msArg(const Napi::Value& v, int64_t fallback) {
+  return std::chrono::milliseconds(v.IsNumber() ? v.As<Napi::Number>().Int64Value() : fallback);
+}
+
+std::string strArg(const Napi::Value& v, const char* what) {
+  if (!v.IsString()) throw Napi::TypeError::New(v.Env(), std::string(what) + ": expected a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+const at::Tensor& tensorArg(const Napi::Value& v, const char* what) {
+  return slots().get(v.Env(), handleArg(v, what), what);
+}
+
+std::vector<at::Tensor> tensorsArg(const Napi::Value& v, const char* what) {
+  if (!v.IsArray()) throw Napi::TypeError::New(v.Env(), std::string(what) + ": expected an array of tensors");
+  auto arr = v.As<Napi::Array>();
+  std::vector<at::Tensor> out;
+  for (uint32_t i = 0; i < arr.Length(); ++i) out.push_back(tensorArg(arr.Get(i), what));
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Stores
+
+// tcpStoreNew(host, port, isServer, worldSize, timeoutMs, waitWorkers) -> handle.
+// Blocks until connected (clients retry until the timeout, like PyTorch).
+Napi::Value TcpStoreNew(const Napi::CallbackInfo& info) {
+  const char* what = "TCPStore";
+  Napi::Env env = info.Env();
+  std::string host = strArg(info[0], what);
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<uint16_t>(info[1].As<Napi::Number>().Uint32Value());
+  opts.isServer = info[2].ToBoolean().Value();
+  if (info[3].IsNumber()) opts.numWorkers = info[3].As<Napi::Number>().Uint32Value();
+  opts.timeout = msArg(info[4], 300000);
+  opts.waitWorkers = info.Length() > 5 ? info[5].ToBoolean().Value() : false;
+  return guarded(env, what, [&] {
+    auto store = c10::make_intrusive<c10d::TCPStore>(host, opts);
+    auto out = Napi::Array::New(env, 2);
+    out.Set(0u, Napi::Number::New(env, stores().put(store)));
+    out.Set(1u, Napi::Number::New(env, store->getPort()));  // the bound port when 0 was asked
+    return out;
+  });
+}
+
+Napi::Value FileStoreNew(const Napi::CallbackInfo& info) {
+  const char* what = "FileStore";
+  std::string path = strArg(info[0], what);
+  int world = info[1].As<Napi::Number>().Int32Value();
+  auto timeout = msArg(info[2], 300000);
+  return guarded(info.Env(), what, [&] {
+    auto store = c10::make_intrusive<c10d::FileStore>(path, world);
+    store->setTimeout(timeout);
+    return Napi::Number::New(info.Env(), stores().put(store));
+  });
+}
+
+Napi::Value StoreSet(const Napi::CallbackInfo& info) {
+  const char* what = "Store.set";
+  auto& s = stores().get(info.Env(), info[0], what);
+  std::string key = strArg(info[1], what), value = strArg(info[2], what);
+  return guarded(info.Env(), what, [&] {
+    s->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value StoreAdd(const Napi::CallbackInfo& info) {
+  const char* what = "Store.add";
+  auto& s = stores().get(info.Env(), info[0], what);
+  std::string key = strArg(info[1], what);
+  int64_t delta = info[2].As<Napi::Number>().Int64Value();
+  return guarded(info.Env(), what, [&] { return Napi::Number::New(info.Env(), static_cast<double>(s->add(key, delta))); });
+}
+
+Napi::Value StoreCheck(const Napi::CallbackInfo& info) {
+  const char* what = "Store.check";
+  auto& s = stores().get(info.Env(), info[0], what);
+  std::string key = strArg(info[1], what);
+  return guarded(info.Env(), what, [&] { return Napi::Boolean::New(info.Env(), s->check({key})); });
+}
+
+// Blocking store calls (get waits for the key) run on the libuv pool.
+class StoreGetWorker : public Napi::AsyncWorker {
+ public:
+  StoreGetWorker(Napi::Env env, c10::intrusive_ptr<c10d::Store> store, std::string key, std::chrono::milliseconds timeout)
+      : Napi::AsyncWorker(env), store_(std::move(store)), key_(std::move(key)), timeout_(timeout),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      store_->wait({key_}, timeout_);
+      auto v = store_->get(key_);
+      value_.assign(v.begin(), v.end());
+    } catch (const c10::Error& e) {
+      SetError("Store.get('" + key_ + "'): " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      SetError("Store.get('" + key_ + "'): " + e.what());
+    }
+  }
+  void OnOK() override { deferred_.Resolve(Napi::String::New(Env(), value_)); }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string key_, value_;
+  std::chrono::milliseconds timeout_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Value StoreGet(const Napi::CallbackInfo& info) {
+  const char* what = "Store.get";
+  auto& s = stores().get(info.Env(), info[0], what);
+  auto* w = new StoreGetWorker(info.Env(), s, strArg(info[1], what), msArg(info[2], s->getTimeout().count()));
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value StoreDestroy(const Napi::CallbackInfo& info) {
+  stores().reset(info[0].As<Napi::Number>().Int32Value());
+  return info.Env().Undefined();
+}
+
+// ---------------------------------------------------------------------------
+// Process groups
+
+// processGroupNew(storeHandle, rank, size, backend, timeoutMs, hostname?, prefix?) -> handle.
+// The prefix keeps keys of a restarted attempt apart from the previous one's.
+Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
+  const char* what = "initProcessGroup";
+  Napi::Env env = info.Env();
+  auto store = stores().get(env, info[0], what);
+  int rank = info[1].As<Napi::Number>().Int32Value();
+  int size = info[2].As<Napi::Number>().Int32Value();
+  std::string backend = strArg(info[3], what);
+  auto timeout = msArg(info[4], 1800000);
+  std::string hostname = info.Length() > 5 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
+  std::string prefixName = info.Length() > 6 && info[6].IsString() ? info[6].As<Napi::String>().Utf8Value() : "default_pg";
+  return guarded(env, what, [&]() -> Napi::Value {
+    if (backend != "gloo")
+      throw std::runtime_error("backend '" + backend + "' is not available in this build (only 'gloo')");
+    auto prefix = c10::make_intrusive<c10d::PrefixStore>(prefixName, store);
+    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+    opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                             : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("cpu/", prefix), rank, size, opts);
+    auto pg = c10::make_intrusive<c10d::ProcessGroup>(prefix, rank, size);
+    pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+    pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    return Napi::Number::New(env, processGroups().put(pg));
+  });
+}
+
+Napi::Value ProcessGroupDestroy(const Napi::CallbackInfo& info) {
+  const char* what = "destroyProcessGroup";
+  auto pg = processGroups().get(info.Env(), info[0], what);
+  processGroups().reset(info[0].As<Napi::Number>().Int32Value());
+  return guarded(info.Env(), what, [&] {
+    pg->shutdown();
+    return info.Env().Undefined();
+  });
+}
+
+c10d::ReduceOp reduceOpArg(const Napi::Value& v) {
+  std::string s = strArg(v, "allReduce");
+  if (s == "sum") return c10d::ReduceOp::SUM;
+  if (s == "product") return c10d::ReduceOp::PRODUCT;
+  if (s == "min") return c10d::ReduceOp::MIN;
+  if (s == "max") return c10d::ReduceOp::MAX;
+  if (s == "avg") return c10d::ReduceOp::AVG;
+  throw Napi::TypeError::New(v.Env(), "reduce op must be one of sum, avg, product, min, max; got '" + s + "'");
+}
+
+// allReduce(pg, tensor, op, timeoutMs?) -> Promise<void>
+Napi::Value AllReduce(const Napi::CallbackInfo& info) {
+  const char* what = "allReduce";
+  Napi::Env env = info.Env();
+  auto& pg = processGroups().get(env, info[0], what);
+  std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = reduceOpArg(info[2]);
+  if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
+  return guarded(env, what, [&] { return promiseFromFuture(env, pg->allreduce(tensors, opts)->getFuture(), what); });
+}
+
+// broadcast(pg, tensor, src, timeoutMs?) -> Promise<void>
+Napi::Value Broadcast(const Napi::CallbackInfo& info) {
+  const char* what = "broadcast";
+  Napi::Env env = info.Env();
+  auto& pg = processGroups().get(env, info[0], what);
+  std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = info[2].As<Napi::Number>().Int64Value();
+  if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
+  return guarded(env, what, [&] { return promiseFromFuture(env, pg->broadcast(tensors, opts)->getFuture(), what); });
+}
+
+// allGather(pg, outputs[], input, timeoutMs?) -> Promise<void>
+Napi::Value AllGather(const Napi::CallbackInfo& info) {
+  const char* what = "allGather";
+  Napi::Env env = info.Env();
+  auto& pg = processGroups().get(env, info[0], what);
+  std::vector<std::vector<at::Tensor>> outputs{tensorsArg(info[1], what)};
+  std::vector<at::Tensor> inputs{tensorArg(info[2], what)};
+  c10d::AllgatherOptions opts;
+  if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
+  return guarded(env, what,
+                 [&] { return promiseFromFuture(env, pg->allgather(outputs, inputs, opts)->getFuture(), what); });
+}
+
+// reduceScatter(pg, output, inputs[], op, timeoutMs?) -> Promise<void>
+Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
+  const char* what = "reduceScatter";
+  Napi::Env env = info.Env();
+  auto& pg = processGroups().get(env, info[0], what);
+  std::vector<at::Tensor> outputs{tensorArg(info[1], what)};
+  std::vector<std::vector<at::Tensor>> inputs{tensorsArg(info[2], what)};
+  c10d::ReduceScatterOptions opts;
+  opts.reduceOp = reduceOpArg(info[3]);
+  if (info[4].IsNumber()) opts.timeout = msArg(info[4], 0);
+  return guarded(env, what,
+                 [&] { return promiseFromWork(env, pg->reduce_scatter(outputs, inputs, opts), what); });
+}
+
+// barrier(pg, timeoutMs?) -> Promise<void>
+Napi::Value Barrier(const Napi::CallbackInfo& info) {
+  const char* what = "barrier";
+  Napi::Env env = info.Env();
+  auto& pg = processGroups().get(env, info[0], what);
+  c10d::BarrierOptions opts;
+  if (info[1].IsNumber()) opts.timeout = msArg(info[1], 0);
+  return guarded(env, what, [&] { return promiseFromFuture(env, pg->barrier(opts)->getFuture(), what); });
+}
+
+}  // namespace
+
+void initProcessGroup(Napi::Env env, Napi::Object exports) {
+  exports.Set("tcpStoreNew", Napi::Function::New(env, TcpStoreNew));
+  exports.Set("fileStoreNew", Napi::Function::New(env, FileStoreNew));
+  exports.Set("storeSet", Napi::Function::New(env, StoreSet));
+  exports.Set("storeGet", Napi::Function::New(env, StoreGet));
+  exports.Set("storeAdd", Napi::Function::New(env, StoreAdd));
+  exports.Set("storeCheck", Napi::Function::New(env, StoreCheck));
+  exports.Set("storeDestroy", Napi::Function::New(env, StoreDestroy));
+  exports.Set("processGroupNew", Napi::Function::New(env, ProcessGroupNew));
+  exports.Set("processGroupDestroy", Napi::Function::New(env, ProcessGroupDestroy));
+  exports.Set("allReduce", Napi::Function::New(env, AllReduce));
+  exports.Set("broadcast", Napi::Function::New(env, Broadcast));
+  exports.Set("allGather", Napi::Function::New(env, AllGather));
+  exports.Set("reduceScatter", Napi::Function::New(env, ReduceScatter));
+  exports.Set("barrier", Napi::Function::New(env, Barrier));
+}
+
+}  // namespace tsddp
