@@ -4,6 +4,7 @@ export * as amp from './amp/index.ts';
 export { autocast, autocastAsync, GradScaler } from './amp/index.ts';
 export * from './checkpoint/index.ts';
 export * from './core/index.ts';
+export * as data from './data/index.ts';
 export * as models from './models/index.ts';
 export * as nn from './nn/index.ts';
 export * as optim from './optim/index.ts';

@@ -22,8 +22,13 @@ function stackArrays(key: string, values: Field[]): NdArray {
   const dtype = dtypeOfArray(firstNd.data, firstNd.dtype);
   const out = new (firstNd.data.constructor as ArrayCtor)(per * values.length);
   values.forEach((v, i) => {
-    const a: NdArray | undefined = isNdArray(v) ? v : isSampleArray(v) ? { data: v, shape: [v.length] } : undefined;
-    if (a === undefined) throw new TypeError(`collate: field '${key}' of sample ${i} is not an array like sample 0's`);
+    const a: NdArray | undefined = isNdArray(v)
+      ? v
+      : isSampleArray(v)
+        ? { data: v, shape: [v.length] }
+        : undefined;
+    if (a === undefined)
+      throw new TypeError(`collate: field '${key}' of sample ${i} is not an array like sample 0's`);
     if (dtypeOfArray(a.data, a.dtype) !== dtype) {
       throw new TypeError(
         `collate: field '${key}' has dtype ${dtypeOfArray(a.data, a.dtype)} in sample ${i} but ${dtype} in sample 0`,
@@ -47,7 +52,9 @@ function stackScalars(key: string, values: Field[]): NdArray | string[] {
   const kind = typeof values[0];
   for (let i = 1; i < values.length; i++) {
     if (typeof values[i] !== kind) {
-      throw new TypeError(`collate: field '${key}' is a ${typeof values[i]} in sample ${i} but a ${kind} in sample 0`);
+      throw new TypeError(
+        `collate: field '${key}' is a ${typeof values[i]} in sample ${i} but a ${kind} in sample 0`,
+      );
     }
   }
   const n = values.length;

@@ -1,7 +1,7 @@
 // Samplers: which dataset indices an epoch visits, in which order (torch.utils.data.sampler
 // and torch.utils.data.distributed). Random orders come from libtorch's own randperm and
 // generators, so with the same seeds they are index-for-index PyTorch's orders.
-import * as t from '../index.ts';
+import * as t from '../core/index.ts';
 
 /** Anything with a length, like a Dataset (PyTorch's `Sized`). */
 export interface Sized {
@@ -298,7 +298,9 @@ export class DistributedEvalSampler implements Sampler {
     this.rank = opts.rank ?? envInt('RANK', 'rank');
     checkPositiveInt('DistributedEvalSampler: numReplicas', this.numReplicas);
     if (!Number.isInteger(this.rank) || this.rank < 0 || this.rank >= this.numReplicas) {
-      throw new RangeError(`DistributedEvalSampler: invalid rank ${this.rank} for ${this.numReplicas} replicas`);
+      throw new RangeError(
+        `DistributedEvalSampler: invalid rank ${this.rank} for ${this.numReplicas} replicas`,
+      );
     }
   }
 

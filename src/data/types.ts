@@ -101,7 +101,12 @@ export function isSampleArray(v: unknown): v is SampleArray {
 }
 
 export function isNdArray(v: unknown): v is NdArray {
-  return typeof v === 'object' && v !== null && isSampleArray((v as NdArray).data) && Array.isArray((v as NdArray).shape);
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    isSampleArray((v as NdArray).data) &&
+    Array.isArray((v as NdArray).shape)
+  );
 }
 
 /** An NdArray, checking that the shape matches the data. */

@@ -1,0 +1,160 @@
+// ImageFolder (torchvision.datasets.ImageFolder): root/<class>/**/<image>, classes sorted
+// by folder name, images decoded with sharp (libvips) into uint8 [H, W, 3] RGB. A file
+// that cannot be decoded raises a DataError naming it, or — with onError: 'skip' — is
+// replaced by the next decodable image (with that image's own label, so no label shifts),
+// counted and logged once.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { extname, join, relative } from 'node:path';
+import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
+import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
+
+/** torchvision's IMG_EXTENSIONS. */
+export const IMG_EXTENSIONS = ['.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif', '.tiff', '.webp'];
+
+export interface ImageFolderOptions {
+  root: string;
+  transform?: Transform | TransformSpec;
+  /** File extensions to include (lower case, with the dot). */
+  extensions?: string[];
+  /** 'raise' (default): a bad image is an error; 'skip': use the next good image, and count it. */
+  onError?: 'raise' | 'skip';
+}
+
+type SharpLike = (
+  input: string,
+  opts?: Record<string, unknown>,
+) => {
+  removeAlpha(): ReturnType<SharpLike>;
+  toColourspace(space: string): ReturnType<SharpLike>;
+  raw(): ReturnType<SharpLike>;
+  toBuffer(opts: {
+    resolveWithObject: true;
+  }): Promise<{ data: Buffer; info: { width: number; height: number; channels: number } }>;
+};
+
+let sharpModule: Promise<SharpLike> | undefined;
+
+/** sharp, loaded on first use, with a clear message when it is not installed. */
+function loadSharp(): Promise<SharpLike> {
+  sharpModule ??= import('sharp' as string).then(
+    (m: { default?: SharpLike }) => (m.default ?? m) as SharpLike,
+    (e: Error) => {
+      sharpModule = undefined;
+      throw new DataError(
+        `ImageFolder decodes images with the 'sharp' package, which is not installed (${e.message}); ` +
+          'install it with `npm install sharp@^0.35`',
+      );
+    },
+  );
+  return sharpModule;
+}
+
+/** Decodes an image file into uint8 [H, W, 3] RGB (grayscale and CMYK converted, alpha dropped). */
+export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
+  const sharp = await loadSharp();
+  let out: { data: Buffer; info: { width: number; height: number; channels: number } };
+  try {
+    // failOn 'error': truncated or corrupt files fail instead of decoding to grey.
+    out = await sharp(path, { failOn: 'error' }).removeAlpha().toColourspace('srgb').raw().toBuffer({
+      resolveWithObject: true,
+    });
+  } catch (e) {
+    throw new DataError(`cannot decode image ${path}: ${(e as Error).message}`, path, { cause: e });
+  }
+  const { width, height, channels } = out.info;
+  if (channels !== 3)
+    throw new DataError(`cannot decode image ${path}: got ${channels} channels, expected RGB`, path);
+  const data = new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.length).slice();
+  return { data, shape: [height, width, 3] };
+}
+
+function walk(dir: string, exts: Set<string>, out: string[]): void {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) walk(p, exts, out);
+    else if (st.isFile() && exts.has(extname(name).toLowerCase())) out.push(p);
+  }
+}
+
+/** `{ image, label }` for root/<class>/<...>/<file>, as torchvision's ImageFolder orders them. */
+export class ImageFolder {
+  readonly classes: string[];
+  readonly classToIdx: Record<string, number>;
+  /** [path, label] per sample. */
+  readonly samples: [string, number][];
+  readonly transform: Transform | undefined;
+  readonly onError: 'raise' | 'skip';
+  /** Samples replaced because they could not be decoded (onError: 'skip'). */
+  skipped = 0;
+  private readonly warnedPaths = new Set<string>();
+
+  constructor(readonly options: ImageFolderOptions) {
+    const root = options.root;
+    if (!existsSync(root) || !statSync(root).isDirectory()) {
+      throw new DataError(`ImageFolder: ${root} is not a folder`, root);
+    }
+    this.classes = readdirSync(root)
+      .filter((d) => statSync(join(root, d)).isDirectory())
+      .sort();
+    if (this.classes.length === 0)
+      throw new DataError(`ImageFolder: couldn't find any class folder in ${root}`, root);
+    this.classToIdx = Object.fromEntries(this.classes.map((c, i) => [c, i]));
+    const exts = new Set(options.extensions ?? IMG_EXTENSIONS);
+    this.samples = [];
+    for (const c of this.classes) {
+      const files: string[] = [];
+      walk(join(root, c), exts, files);
+      for (const f of files) this.samples.push([f, this.classToIdx[c]]);
+    }
+    if (this.samples.length === 0) {
+      throw new DataError(
+        `ImageFolder: found no valid file in ${root} (extensions: ${[...exts].join(', ')})`,
+        root,
+      );
+    }
+    this.onError = options.onError ?? 'raise';
+    this.transform = options.transform === undefined ? undefined : buildTransform(options.transform);
+  }
+
+  get length(): number {
+    return this.samples.length;
+  }
+
+  async get(i: number, ctx?: SampleContext): Promise<{ image: NdArray; label: number }> {
+    if (!Number.isInteger(i) || i < 0 || i >= this.length) {
+      throw new RangeError(`ImageFolder: index ${i} out of range for ${this.length} samples`);
+    }
+    let image: NdArray<Uint8Array> | undefined;
+    let label = 0;
+    for (let k = 0; k < this.length && image === undefined; k++) {
+      const [path, l] = this.samples[(i + k) % this.length];
+      try {
+        image = await decodeImage(path);
+        label = l;
+      } catch (e) {
+        const missingSharp = !(e instanceof DataError) || e.path === undefined;
+        if (this.onError === 'raise' || missingSharp) throw e;
+        this.skipped++;
+        if (!this.warnedPaths.has(path)) {
+          this.warnedPaths.add(path);
+          console.warn(`ImageFolder: skipping ${relative(this.options.root, path)}: ${(e as Error).message}`);
+        }
+      }
+    }
+    if (image === undefined)
+      throw new DataError(`ImageFolder: no image in ${this.options.root} could be decoded`);
+    if (this.transform === undefined) return { image, label };
+    if (ctx === undefined)
+      throw new TypeError('ImageFolder.get(): a transform needs the sample context (ctx.rng)');
+    return { image: this.transform.apply(image, ctx.rng), label };
+  }
+
+  workerSpec(): DatasetSpec {
+    return {
+      module: import.meta.url,
+      export: 'ImageFolder',
+      options: { ...this.options, transform: this.transform?.toSpec() },
+    };
+  }
+}

@@ -1,0 +1,67 @@
+// The DataLoader's errors: each names the worker and the samples involved, so a bad file
+// or a crashed worker is found from the message alone (RELIABILITY 15).
+
+/** Base class of every DataLoader failure. */
+export class DataLoaderError extends Error {
+  override name = 'DataLoaderError';
+}
+
+/** A dataset's get() (or collate) threw: re-raised in the main thread. */
+export class DataLoaderWorkerError extends DataLoaderError {
+  override name = 'DataLoaderWorkerError';
+  constructor(
+    /** The worker that loaded the sample (0 with numWorkers = 0: the main thread). */
+    readonly workerId: number,
+    /** The sample's dataset index. */
+    readonly index: number,
+    readonly path: string | undefined,
+    readonly causeName: string,
+    readonly causeMessage: string,
+    readonly causeStack: string | undefined,
+    inMainThread: boolean,
+  ) {
+    const where = inMainThread ? 'the main thread (numWorkers = 0)' : `DataLoader worker ${workerId}`;
+    const file = path === undefined ? '' : ` (file ${path})`;
+    super(
+      `${where} failed on sample ${index}${file}: ${causeName}: ${causeMessage}` +
+        (causeStack ? `\n\nOriginal traceback:\n${causeStack}` : ''),
+    );
+  }
+}
+
+/** A worker thread ended (process.exit, an uncaught error, out of memory) while it had work. */
+export class DataLoaderWorkerExitError extends DataLoaderError {
+  override name = 'DataLoaderWorkerExitError';
+  constructor(
+    readonly workerId: number,
+    readonly exitCode: number,
+    readonly indices: number[] | undefined,
+    reason: string | undefined,
+  ) {
+    const batch = indices === undefined ? '' : ` while loading samples [${shortList(indices)}]`;
+    super(
+      `DataLoader worker ${workerId} exited unexpectedly with code ${exitCode}${batch}` +
+        (reason ? `: ${reason}` : ''),
+    );
+  }
+}
+
+/** No batch arrived within timeoutMs. */
+export class DataLoaderTimeoutError extends DataLoaderError {
+  override name = 'DataLoaderTimeoutError';
+  constructor(
+    readonly timeoutMs: number,
+    readonly workerId: number,
+    readonly batchNumber: number,
+    readonly indices: number[],
+  ) {
+    super(
+      `DataLoader timed out after ${timeoutMs} ms waiting for batch ${batchNumber} ` +
+        `(samples [${shortList(indices)}]) from worker ${workerId}`,
+    );
+  }
+}
+
+export function shortList(xs: number[]): string {
+  return xs.length <= 8 ? xs.join(', ') : `${xs.slice(0, 8).join(', ')}, ... (${xs.length} samples)`;
+}

@@ -1,0 +1,73 @@
+// The data pipeline (DESIGN §7): datasets, samplers, DataLoader with worker threads, transforms.
+
+export { defaultCollate } from './collate.ts';
+export { type Batch, DataLoader, type DataLoaderOptions } from './dataloader.ts';
+export { CIFAR10, CIFAR100, type CifarOptions } from './datasets/cifar.ts';
+export { downloadUrl, extractTarGz, md5File } from './datasets/download.ts';
+export { FakeData, type FakeDataOptions } from './datasets/fake.ts';
+export {
+  decodeImage,
+  IMG_EXTENSIONS,
+  ImageFolder,
+  type ImageFolderOptions,
+} from './datasets/image-folder.ts';
+export { SHAPES_CLASSES, SHAPES_MEAN, SHAPES_STD, Shapes, type ShapesOptions } from './datasets/shapes.ts';
+export {
+  DataLoaderError,
+  DataLoaderTimeoutError,
+  DataLoaderWorkerError,
+  DataLoaderWorkerExitError,
+} from './errors.ts';
+export { loadDataset } from './load.ts';
+export { Rng } from './rng.ts';
+export {
+  BatchSampler,
+  DistributedEvalSampler,
+  DistributedSampler,
+  type DistributedSamplerOptions,
+  drawSeed,
+  RandomSampler,
+  type RandomSamplerOptions,
+  type Sampler,
+  SequentialSampler,
+  type Sized,
+  SubsetRandomSampler,
+} from './samplers.ts';
+export {
+  type BatchRandomOptions,
+  normalizeBatch,
+  randomCropBatch,
+  randomHorizontalFlipBatch,
+  toTensorBatch,
+} from './transforms/batch.ts';
+export type { ChwImage, HwcImage, Image, PaddingMode } from './transforms/image.ts';
+export {
+  buildTransform,
+  CenterCrop,
+  Compose,
+  Normalize,
+  RandomCrop,
+  type RandomCropOptions,
+  RandomHorizontalFlip,
+  RandomResizedCrop,
+  type RandomResizedCropOptions,
+  Resize,
+  ToTensor,
+  type Transform,
+  type TransformSpec,
+} from './transforms/transforms.ts';
+export {
+  type ArrayBatch,
+  type CollateFn,
+  DataError,
+  type Dataset,
+  type DatasetSpec,
+  type Field,
+  type ModuleRef,
+  type NdArray,
+  nd,
+  type Sample,
+  type SampleArray,
+  type SampleContext,
+} from './types.ts';
+export { liveWorkers } from './worker-pool.ts';

@@ -1,0 +1,110 @@
+// Loading one batch's samples, shared by the worker threads and the in-process path
+// (numWorkers = 0) so both give identical batches. Plain JS: workers load this.
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { defaultCollate } from './collate.ts';
+import { Rng } from './rng.ts';
+import type { ArrayBatch, CollateFn, Dataset, DatasetSpec, ModuleRef, Sample } from './types.ts';
+
+/** One batch of work: indices in sampler order and where the batch starts in the epoch. */
+export interface BatchTask {
+  id: number;
+  indices: number[];
+  /** Position of indices[0] in the epoch's sample order. */
+  position: number;
+  baseSeed: bigint;
+  epoch: number;
+}
+
+/** A failure while loading one sample, carried back to the main thread. */
+export interface SampleFailure {
+  index: number;
+  path?: string;
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+/** The per-sample random stream: a pure function of (base seed, epoch, index, position). */
+export function sampleRng(baseSeed: bigint, epoch: number, index: number, position: number): Rng {
+  return new Rng(baseSeed, epoch, index, position);
+}
+
+/** Loads and collates a batch; a throwing sample becomes a SampleFailure naming its index (and file). */
+export async function loadBatch(
+  dataset: Dataset,
+  task: BatchTask,
+  workerId: number,
+  numWorkers: number,
+  collate: CollateFn = defaultCollate,
+): Promise<{ ok: true; batch: ArrayBatch } | { ok: false; failure: SampleFailure }> {
+  const samples: Sample[] = [];
+  for (let k = 0; k < task.indices.length; k++) {
+    const index = task.indices[k];
+    try {
+      const rng = sampleRng(task.baseSeed, task.epoch, index, task.position + k);
+      samples.push(await dataset.get(index, { rng, workerId, numWorkers, epoch: task.epoch }));
+    } catch (e) {
+      return { ok: false, failure: describeFailure(e, index) };
+    }
+  }
+  try {
+    return { ok: true, batch: collate(samples) };
+  } catch (e) {
+    return { ok: false, failure: { ...describeFailure(e, task.indices[0]), name: 'CollateError' } };
+  }
+}
+
+function describeFailure(e: unknown, index: number): SampleFailure {
+  const err = e instanceof Error ? e : new Error(String(e));
+  // DataError and Node's fs errors carry the file in `path`.
+  const path = (err as { path?: unknown }).path;
+  return {
+    index,
+    path: typeof path === 'string' ? path : undefined,
+    name: err.name,
+    message: err.message,
+    stack: err.stack,
+  };
+}
+
+function moduleUrl(module: string): string {
+  return isAbsolute(module) ? pathToFileURL(module).href : module;
+}
+
+/** The function or class `ref` names. */
+export async function importRef(ref: ModuleRef, what: string): Promise<unknown> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(moduleUrl(ref.module))) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`${what}: cannot import '${ref.module}': ${(e as Error).message}`, { cause: e });
+  }
+  const value = mod[ref.export];
+  if (typeof value !== 'function') {
+    throw new TypeError(`${what}: '${ref.module}' has no exported function or class '${ref.export}'`);
+  }
+  return value;
+}
+
+function isClass(f: Function): boolean {
+  return /^class[\s{]/.test(Function.prototype.toString.call(f));
+}
+
+/**
+ * Builds the dataset a spec describes: `new C(options)` for a class, `f(options)` (awaited)
+ * for a factory. The result remembers its spec, so it can be handed to a DataLoader with workers.
+ */
+export async function loadDataset<S extends Sample = Sample>(spec: DatasetSpec): Promise<Dataset<S>> {
+  const f = (await importRef(spec, 'dataset')) as Function;
+  const ds = (
+    isClass(f)
+      ? new (f as new (o: unknown) => unknown)(spec.options)
+      : await (f as (o: unknown) => unknown)(spec.options)
+  ) as Dataset<S>;
+  if (typeof ds?.get !== 'function' || typeof ds.length !== 'number') {
+    throw new TypeError(`dataset: ${spec.module}#${spec.export} did not make a dataset (no length/get)`);
+  }
+  if (typeof ds.workerSpec !== 'function') ds.workerSpec = () => spec;
+  return ds;
+}

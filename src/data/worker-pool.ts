@@ -1,0 +1,237 @@
+// The main thread's side of the data workers: starts worker_threads, hands them batch
+// tasks, collects results by task id, and turns a worker's death, an exception or
+// silence into an error for whoever waits — never a hang. No tensors here.
+import { Worker } from 'node:worker_threads';
+import {
+  DataLoaderError,
+  DataLoaderTimeoutError,
+  DataLoaderWorkerError,
+  DataLoaderWorkerExitError,
+} from './errors.ts';
+import type { BatchTask } from './load.ts';
+import type { ArrayBatch } from './types.ts';
+import type { FromWorker, ToWorker, WorkerInit } from './worker.ts';
+
+const entry = new URL('./worker.ts', import.meta.url);
+let live = 0;
+
+/** Worker threads of all DataLoaders that have started and not yet exited (for tests and leak checks). */
+export function liveWorkers(): number {
+  return live;
+}
+
+/**
+ * Starts the worker script. Under tsx (the project's runner) the worker must register
+ * tsx's loader itself — hooks from `--import tsx` do not reach worker threads in Node 20.
+ */
+function spawn(init: WorkerInit): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: init });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
+  return new Worker(code, { eval: true, workerData: init });
+}
+
+type Result = { ok: true; batch: ArrayBatch } | { ok: false; error: Error };
+
+interface Slot {
+  worker: Worker;
+  id: number;
+  alive: boolean;
+  /** The worker has built its dataset; timeouts count from then (startup is not a stall). */
+  ready: boolean;
+  onReady: (() => void)[];
+  exitError?: Error;
+  lastError?: string;
+  outstanding: Map<number, BatchTask>;
+}
+
+export interface PoolOptions extends Omit<WorkerInit, 'workerId'> {}
+
+export class WorkerPool {
+  private readonly slots: Slot[];
+  private readonly results = new Map<number, Result>();
+  private readonly taskEpoch = new Map<number, number>();
+  private cancelledBelow = -1;
+  private waiter: (() => boolean) | null = null;
+  private closing = false;
+  /** Set when the pool cannot go on (a worker died or stalled); every wait then fails with it. */
+  broken: Error | null = null;
+
+  constructor(readonly opts: PoolOptions) {
+    this.slots = Array.from({ length: opts.numWorkers }, (_, id) => this.startWorker(id));
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  private startWorker(id: number): Slot {
+    const worker = spawn({ ...this.opts, workerId: id });
+    live++;
+    const slot: Slot = { worker, id, alive: true, ready: false, onReady: [], outstanding: new Map() };
+    worker.on('message', (m: FromWorker) => this.onMessage(slot, m));
+    worker.on('error', (e: Error) => {
+      slot.lastError = `${e.name}: ${e.message}`;
+    });
+    worker.on('exit', (code: number) => {
+      live--;
+      slot.alive = false;
+      if (this.closing) return;
+      const err = new DataLoaderWorkerExitError(
+        id,
+        code,
+        slot.outstanding.values().next().value?.indices,
+        slot.lastError,
+      );
+      slot.exitError = err;
+      // A dead worker's batches will never come; the epoch cannot finish in order.
+      for (const taskId of slot.outstanding.keys()) this.results.set(taskId, { ok: false, error: err });
+      slot.outstanding.clear();
+      this.broken ??= err;
+      this.wake();
+    });
+    return slot;
+  }
+
+  private onMessage(slot: Slot, m: FromWorker): void {
+    switch (m.type) {
+      case 'ready': {
+        slot.ready = true;
+        const callbacks = slot.onReady.splice(0);
+        for (const f of callbacks) f();
+        return;
+      }
+      case 'init-error': {
+        const err = new DataLoaderError(
+          `DataLoader worker ${slot.id} could not build the dataset: ${m.message}` +
+            (m.stack ? `\n\nOriginal traceback:\n${m.stack}` : ''),
+        );
+        slot.lastError = m.message;
+        for (const taskId of slot.outstanding.keys()) this.results.set(taskId, { ok: false, error: err });
+        slot.outstanding.clear();
+        this.broken ??= err;
+        this.wake();
+        return;
+      }
+      case 'batch':
+      case 'failure':
+      case 'skipped': {
+        const task = slot.outstanding.get(m.id);
+        slot.outstanding.delete(m.id);
+        const epoch = this.taskEpoch.get(m.id);
+        this.taskEpoch.delete(m.id);
+        if (
+          task === undefined ||
+          epoch === undefined ||
+          epoch <= this.cancelledBelow ||
+          m.type === 'skipped'
+        ) {
+          this.wake();
+          return;
+        }
+        if (m.type === 'batch') this.results.set(m.id, { ok: true, batch: m.batch as ArrayBatch });
+        else {
+          const f = m.failure;
+          this.results.set(m.id, {
+            ok: false,
+            error: new DataLoaderWorkerError(slot.id, f.index, f.path, f.name, f.message, f.stack, false),
+          });
+        }
+        this.wake();
+        return;
+      }
+    }
+  }
+
+  private wake(): void {
+    if (this.waiter?.()) this.waiter = null;
+  }
+
+  /** Queues a batch on worker `workerId`; the result is collected with take(task.id). */
+  submit(workerId: number, task: BatchTask): void {
+    const slot = this.slots[workerId];
+    this.taskEpoch.set(task.id, task.epoch);
+    if (this.broken || !slot.alive) {
+      const error =
+        this.broken ??
+        slot.exitError ??
+        new DataLoaderWorkerExitError(workerId, -1, task.indices, 'the worker is no longer running');
+      this.results.set(task.id, { ok: false, error });
+      return;
+    }
+    slot.outstanding.set(task.id, task);
+    slot.worker.postMessage({ type: 'task', task } satisfies ToWorker);
+  }
+
+  /**
+   * Waits for task `taskId` (queued on worker `workerId`, batch `batchNumber`): its
+   * batch, or the error that ended it; a DataLoaderTimeoutError after `timeoutMs`
+   * counted from when the worker is ready (0 = wait as long as it takes — a dead worker
+   * still ends the wait).
+   */
+  take(
+    taskId: number,
+    task: BatchTask,
+    workerId: number,
+    batchNumber: number,
+    timeoutMs: number,
+  ): Promise<ArrayBatch> {
+    return new Promise<ArrayBatch>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      const check = (): boolean => {
+        const r = this.results.get(taskId);
+        if (r === undefined && this.broken === null) return false;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        this.results.delete(taskId);
+        if (r === undefined) reject(this.broken);
+        else if (r.ok) resolve(r.batch);
+        else reject(r.error);
+        return true;
+      };
+      if (check()) return;
+      this.waiter = check;
+      const startTimer = (): void => {
+        if (settled) return;
+        timer = setTimeout(() => {
+          settled = true;
+          this.waiter = null;
+          const err = new DataLoaderTimeoutError(timeoutMs, workerId, batchNumber, task.indices);
+          // A stalled worker may hold anything; the pool is not reused after this.
+          this.broken ??= err;
+          reject(err);
+        }, timeoutMs);
+      };
+      if (timeoutMs > 0) {
+        const slot = this.slots[workerId];
+        if (slot.ready) startTimer();
+        else slot.onReady.push(startTimer);
+      }
+    });
+  }
+
+  /** Abandons an epoch's remaining tasks (after `break`): queued ones are skipped, results dropped. */
+  cancelEpoch(epoch: number): void {
+    this.cancelledBelow = Math.max(this.cancelledBelow, epoch);
+    for (const [id, e] of this.taskEpoch) if (e <= epoch) this.results.delete(id);
+    for (const s of this.slots)
+      if (s.alive) s.worker.postMessage({ type: 'cancel', epoch } satisfies ToWorker);
+  }
+
+  /** While an epoch runs the workers keep the process alive; idle persistent ones must not. */
+  ref(): void {
+    for (const s of this.slots) s.worker.ref();
+  }
+  unref(): void {
+    for (const s of this.slots) s.worker.unref();
+  }
+
+  /** Stops every worker and waits until their threads are gone. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.broken ??= new DataLoaderError('DataLoader: the worker pool was closed');
+    this.wake();
+    await Promise.all(this.slots.map((s) => (s.alive ? s.worker.terminate() : undefined)));
+  }
+}
