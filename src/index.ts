@@ -5,6 +5,8 @@ export { autocast, autocastAsync, GradScaler } from './amp/index.ts';
 export * from './checkpoint/index.ts';
 export * from './core/index.ts';
 export * as data from './data/index.ts';
+export * as distributed from './distributed/index.ts';
+export { DistributedDataParallel } from './distributed/index.ts';
 export * as models from './models/index.ts';
 export * as nn from './nn/index.ts';
 export * as optim from './optim/index.ts';

@@ -22,6 +22,11 @@ class Slots {
   int32_t put(at::Tensor t);
   // Throws a JS TypeError naming `what` when the handle is not a live tensor.
   const at::Tensor& get(Napi::Env env, int32_t handle, const char* what) const;
+  // nullptr when the handle is not a live tensor.
+  const at::Tensor* tryGet(int32_t h) const {
+    if (h < 0 || static_cast<size_t>(h) >= table_.size() || !table_[h].defined()) return nullptr;
+    return &table_[h];
+  }
   void release(int32_t handle);
   size_t live() const { return live_; }
   // Sum of the distinct storages held by live handles (views are counted once).

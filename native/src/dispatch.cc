@@ -182,7 +182,10 @@ c10::Scalar toScalar(Napi::Env env, const OpEntry& e, const ArgInfo& a, const Na
 
 const at::Tensor& toTensor(Napi::Env env, const OpEntry& e, const ArgInfo& a, const Napi::Value& v) {
   if (!v.IsNumber()) badArg(env, e, a, std::string("got ") + jsTypeName(v));
-  return slots().get(env, v.As<Napi::Number>().Int32Value(), (e.name + ": argument '" + a.name + "'").c_str());
+  // Hot path: no message is built unless the handle is bad.
+  const at::Tensor* t = slots().tryGet(v.As<Napi::Number>().Int32Value());
+  if (t == nullptr) badArg(env, e, a, "is a disposed tensor (used after dispose())");
+  return *t;
 }
 
 c10::IValue toIValue(Napi::Env env, const OpEntry& e, const ArgInfo& a, const Napi::Value& v) {

@@ -131,8 +131,11 @@ Napi::Value BroadcastCoalesced(const Napi::CallbackInfo& info) {
   });
 }
 
-// ddpNew(pg, params[], names[], bucketCapBytes, firstBucketBytes, findUnused,
-//        gradientAsBucketView, staticGraph, broadcastBuffers) -> [handle, bucketIndices]
+// ddpNew(pg, params[], names[], bucketCapBytes, firstBucketBytes, initialLimits[],
+//        findUnused, gradientAsBucketView, staticGraph, broadcastBuffers)
+//   -> [handle, bucketIndices]. initialLimits are the size limits of the first bucket
+// assignment (distributed.py's compute_bucket_size_limits); rebuilding after the first
+// iteration uses firstBucketBytes then bucketCapBytes.
 Napi::Value DdpNew(const Napi::CallbackInfo& info) {
   const char* what = "DistributedDataParallel";
   Napi::Env env = info.Env();
@@ -143,22 +146,22 @@ Napi::Value DdpNew(const Napi::CallbackInfo& info) {
   for (uint32_t i = 0; i < namesArr.Length(); ++i) names[i] = namesArr.Get(i).As<Napi::String>().Utf8Value();
   int64_t cap = info[3].As<Napi::Number>().Int64Value();
   int64_t firstCap = info[4].As<Napi::Number>().Int64Value();
-  bool findUnused = info[5].ToBoolean().Value();
-  bool asView = info[6].ToBoolean().Value();
-  bool staticGraph = info[7].ToBoolean().Value();
-  bool broadcastBuffers = info[8].ToBoolean().Value();
+  auto limitsArg = intListArg(info[5], what);
+  std::vector<size_t> initialLimits(limitsArg.begin(), limitsArg.end());
+  bool findUnused = info[6].ToBoolean().Value();
+  bool asView = info[7].ToBoolean().Value();
+  bool staticGraph = info[8].ToBoolean().Value();
+  bool broadcastBuffers = info[9].ToBoolean().Value();
   return guarded(env, what, [&] {
     std::vector<bool> sparse(params.size(), false);
     // As distributed.py: buckets by size in parameter order, then reversed, because
     // gradients become ready roughly in reverse order of registration.
-    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
-        params, {static_cast<size_t>(firstCap), static_cast<size_t>(cap)}, sparse);
+    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(params, initialLimits, sparse);
     std::reverse(buckets.begin(), buckets.end());
-    std::reverse(limits.begin(), limits.end());
-    std::vector<int64_t> limits64(limits.begin(), limits.end());
     auto reducer = std::make_shared<c10d::Reducer>(params, buckets, pg, sparse, cap, findUnused, asView, names,
                                                    firstCap, /*skip_all_reduce_unused_params=*/false,
-                                                   /*use_python_reducer=*/false, limits64);
+                                                   /*use_python_reducer=*/false,
+                                                   /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
     auto logger = std::make_shared<c10d::Logger>(reducer);
     reducer->set_logger(logger);
     logger->set_construction_data_and_log("DistributedDataParallel", {}, -1, broadcastBuffers, false, staticGraph);

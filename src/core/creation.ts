@@ -56,7 +56,13 @@ export function fromBuffer(buffer: ArrayBufferView | ArrayBuffer, shape: number[
   const d = dtype ?? (ArrayBuffer.isView(buffer) ? dtypeOfTypedArray(buffer) : undefined);
   if (d === undefined)
     throw new TypeError('fromBuffer(): pass a dtype for an ArrayBuffer or this TypedArray type');
-  return wrap(native.fromBuffer(buffer, shape, named('fromBuffer()', () => dtypeCode(d))));
+  return wrap(
+    native.fromBuffer(
+      buffer,
+      shape,
+      named('fromBuffer()', () => dtypeCode(d)),
+    ),
+  );
 }
 
 /** A tensor from raw bytes of `dtype` (row-major), e.g. read from a file. Copies. */

@@ -76,6 +76,59 @@ export interface NativeAddon {
   getNumThreads(): number;
   setNumThreads(n: number): void;
   buildInfo(): BuildInfo;
+  // distributed: stores
+  tcpStoreNew(
+    host: string,
+    port: number,
+    isServer: boolean,
+    worldSize: number | undefined,
+    timeoutMs: number,
+    waitWorkers: boolean,
+  ): [number, number];
+  fileStoreNew(path: string, worldSize: number, timeoutMs: number): number;
+  storeSet(store: number, key: string, value: string): void;
+  storeGet(store: number, key: string, timeoutMs?: number): Promise<string>;
+  storeAdd(store: number, key: string, delta: number): number;
+  storeCheck(store: number, key: string): boolean;
+  storeDestroy(store: number): void;
+  // distributed: process groups and collectives
+  processGroupNew(
+    store: number,
+    rank: number,
+    size: number,
+    backend: string,
+    timeoutMs: number,
+    hostname?: string,
+    prefix?: string,
+  ): number;
+  processGroupDestroy(pg: number): void;
+  allReduce(pg: number, tensor: number, op: string, timeoutMs?: number): Promise<void>;
+  broadcast(pg: number, tensor: number, src: number, timeoutMs?: number): Promise<void>;
+  allGather(pg: number, outputs: number[], input: number, timeoutMs?: number): Promise<void>;
+  reduceScatter(pg: number, output: number, inputs: number[], op: string, timeoutMs?: number): Promise<void>;
+  barrier(pg: number, timeoutMs?: number): Promise<void>;
+  // distributed: DDP engine (c10d::Reducer + c10d::Logger)
+  verifyParams(pg: number, params: number[]): void;
+  broadcastCoalesced(pg: number, tensors: number[], bufferBytes: number, src: number): void;
+  ddpNew(
+    pg: number,
+    params: number[],
+    names: string[],
+    bucketCapBytes: number,
+    firstBucketBytes: number,
+    initialBucketLimits: number[],
+    findUnusedParameters: boolean,
+    gradientAsBucketView: boolean,
+    staticGraph: boolean,
+    broadcastBuffers: boolean,
+  ): [number, number[][]];
+  ddpPrepareForForward(h: number): void;
+  ddpRebuildBuckets(h: number): boolean;
+  ddpPrepareForBackward(h: number, outputs: number[]): void;
+  ddpSink(h: number, outputs: number[]): number[];
+  ddpSetCommHook(h: number, pg: number, hook: string): void;
+  ddpStats(h: number): { ints: Record<string, number>; strs: Record<string, string>; bucketSizes: number[] };
+  ddpDestroy(h: number): void;
 }
 
 export interface BuildInfo {

@@ -18,6 +18,9 @@ const KEPT = 1;
 const FINALIZED = 2;
 
 const finalizer = new FinalizationRegistry<number>((h) => native.dispose(h));
+// Reused by Scope.close: scopes close one at a time on a thread, and the native call
+// copies what it needs before returning.
+let handleBuffer = new Int32Array(64);
 
 export class Scope implements Disposable {
   readonly items: Handle[] = [];
@@ -26,24 +29,29 @@ export class Scope implements Disposable {
   constructor(private readonly parent: Scope | null) {}
 
   /** Frees every tensor created in the scope except `except` (moved to the enclosing scope). */
-  close(except?: Iterable<Handle>): void {
+  close(except?: readonly Handle[]): void {
     if (this.closed) return;
     this.closed = true;
     if (syncTop === this) syncTop = this.parent;
-    const escaping = except ? new Set(except) : undefined;
-    const handles = new Int32Array(this.items.length);
+    const items = this.items;
+    // Per-op hot path (a tidy around one op): no Set, no buffer, one native call.
+    const keepOne = except?.length === 1 ? except[0] : undefined;
+    const keepMany = except && except.length > 1 ? new Set(except) : undefined;
+    if (items.length > handleBuffer.length) handleBuffer = new Int32Array(items.length * 2);
     let n = 0;
-    for (const t of this.items) {
+    for (let i = 0; i < items.length; i++) {
+      const t = items[i];
       if (t.h < 0) continue;
-      if ((t.f & KEPT) !== 0 || escaping?.has(t)) {
+      if ((t.f & KEPT) !== 0 || t === keepOne || keepMany?.has(t)) {
         adopt(t, this.parent);
         continue;
       }
-      handles[n++] = t.h;
+      handleBuffer[n++] = t.h;
       t.h = -1;
     }
-    if (n > 0) native.disposeMany(handles, n);
-    this.items.length = 0;
+    if (n === 1) native.dispose(handleBuffer[0]);
+    else if (n > 1) native.disposeMany(handleBuffer, n);
+    items.length = 0;
   }
 
   [Symbol.dispose](): void {

@@ -18,6 +18,11 @@ export interface ImageFolderOptions {
   extensions?: string[];
   /** 'raise' (default): a bad image is an error; 'skip': use the next good image, and count it. */
   onError?: 'raise' | 'skip';
+  /**
+   * Accept class folders with no image (torchvision's allow_empty). By default an empty
+   * class is an error: it would be a label the model never sees, usually a typo'd folder.
+   */
+  allowEmpty?: boolean;
 }
 
 type SharpLike = (
@@ -102,10 +107,19 @@ export class ImageFolder {
     this.classToIdx = Object.fromEntries(this.classes.map((c, i) => [c, i]));
     const exts = new Set(options.extensions ?? IMG_EXTENSIONS);
     this.samples = [];
+    const empty: string[] = [];
     for (const c of this.classes) {
       const files: string[] = [];
       walk(join(root, c), exts, files);
+      if (files.length === 0) empty.push(c);
       for (const f of files) this.samples.push([f, this.classToIdx[c]]);
+    }
+    if (empty.length > 0 && this.samples.length > 0 && !options.allowEmpty) {
+      throw new DataError(
+        `ImageFolder: found no valid file for the classes ${empty.join(', ')} in ${root} ` +
+          `(extensions: ${[...exts].join(', ')}; pass allowEmpty: true to keep empty classes)`,
+        join(root, empty[0]),
+      );
     }
     if (this.samples.length === 0) {
       throw new DataError(

@@ -1,0 +1,62 @@
+// Small statistics and timing helpers for benchmarks (DESIGN §10: medians over
+// repeated runs, never pass/fail timings).
+
+/** The median (mean of the middle two for an even count); NaN for no values. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function min(xs: readonly number[]): number {
+  return xs.length === 0 ? Number.NaN : Math.min(...xs);
+}
+
+export function max(xs: readonly number[]): number {
+  return xs.length === 0 ? Number.NaN : Math.max(...xs);
+}
+
+/** Median with the min and max, the summary benchmarks report. */
+export interface Summary {
+  median: number;
+  min: number;
+  max: number;
+  values: number[];
+}
+
+export function summarize(xs: readonly number[]): Summary {
+  return { median: median(xs), min: min(xs), max: max(xs), values: [...xs] };
+}
+
+/** A loop body timed by itself: runs `n` iterations and returns the elapsed seconds. */
+export type TimedLoop = (n: number) => number;
+
+/** Seconds since an arbitrary origin, for timing loops. */
+export function now(): number {
+  return performance.now() / 1000;
+}
+
+/**
+ * The iteration count that makes `loop` take about `targetS` seconds: doubles from 16
+ * until one run takes at least 50 ms, then times a run of about targetS / 2 and scales
+ * from that (the first estimate is skewed by JIT warm-up). Also serves as the warm-up.
+ * bench/reference/*.py use the same rule.
+ */
+export function calibrate(loop: TimedLoop, targetS: number): number {
+  let n = 16;
+  let dt = loop(n);
+  while (dt < 0.05) {
+    n *= 2;
+    dt = loop(n);
+  }
+  n = Math.max(1, Math.round((n * targetS) / 2 / dt));
+  dt = loop(n);
+  return Math.max(1, Math.round((n * targetS) / dt));
+}
+
+/** Microseconds per iteration of `loop` over `n` iterations, after a warm-up of n/5. */
+export function usPerIter(loop: TimedLoop, n: number): number {
+  loop(Math.max(1, Math.floor(n / 5)));
+  return (loop(n) / n) * 1e6;
+}

@@ -1,0 +1,296 @@
+"""PyTorch reference for bench/train_step.ts: single-process training throughput.
+
+One training step, as a PyTorch user writes it:
+
+    opt.zero_grad()                      # grads set to None (PyTorch 2.x default)
+    with autocast(bf16) or nothing:
+        loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()                           # SGD(lr, momentum=0.9, weight_decay=5e-4), defaults otherwise
+
+on synthetic random data (x ~ N(0, 1), y uniform over the classes), a fresh model per
+measurement (torch.manual_seed(0)), in training mode. The model is torchvision's ResNet
+(a copy of test/fixtures/nn/resnet_ref.py below, so this file runs on its own, without
+torchvision), with tsddp's CIFAR stem option (3x3 stride-1 conv1, no max pool).
+
+A config is a name "MODEL/SIZE/bBATCH/DTYPE/FORMAT":
+  MODEL   resnet18-cifar (10 classes, CIFAR stem) | resnet50 (1000 classes, ImageNet stem)
+  DTYPE   fp32 | bf16 (torch.autocast("cpu", dtype=torch.bfloat16) around forward + loss)
+  FORMAT  cf (channels-first, contiguous) | cl (model and input in channels_last)
+e.g. resnet50/224/b4/bf16/cl.
+
+Each step is timed in three phases (CPU ops are synchronous, so the split is exact):
+  fwd = zero_grad + forward + loss, bwd = backward, opt = optimizer step.
+
+Usage:
+  python bench/reference/train_step.py --threads 2 --configs resnet18-cifar/32/b32/fp32/cf \
+      [--warmup 2] [--steps 5]         prints one JSON object per config, then a summary line
+  python bench/reference/train_step.py --threads 2 --serve
+      a worker for bench/train_step.ts: prints {"ready": ...}, then answers one JSON line per
+      request line {"config": NAME, "warmup": W, "steps": S} with one JSON line; exits on EOF.
+OMP_NUM_THREADS should match --threads (bench/train_step.ts sets both).
+"""
+
+import argparse
+import contextlib
+import json
+import platform
+import statistics
+import sys
+import time
+import traceback
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # the TS side probes for torch first; this is for direct use
+    print(json.dumps({"error": f"cannot import torch: {e}"}))
+    sys.exit(2)
+
+
+# --- torchvision's ResNet (copied from test/fixtures/nn/resnet_ref.py) ----------------------
+
+
+def conv3x3(in_planes, out_planes, stride=1):
+    return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
+
+
+def conv1x1(in_planes, out_planes, stride=1):
+    return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = conv3x3(inplanes, planes, stride)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = conv3x3(planes, planes)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = downsample
+        self.stride = stride
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+        out = self.conv2(out)
+        out = self.bn2(out)
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        out = self.relu(out)
+        return out
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        width = planes
+        self.conv1 = conv1x1(inplanes, width)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = conv3x3(width, width, stride)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = conv1x1(width, planes * self.expansion)
+        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+        self.stride = stride
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+        out = self.conv2(out)
+        out = self.bn2(out)
+        out = self.relu(out)
+        out = self.conv3(out)
+        out = self.bn3(out)
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        out = self.relu(out)
+        return out
+
+
+class ResNet(nn.Module):
+    def __init__(self, block, layers, num_classes=1000, stem="imagenet", width_multiplier=1.0):
+        super().__init__()
+        base = int(width_multiplier * 64 + 0.5)
+        self.inplanes = base
+        if stem == "imagenet":
+            self.conv1 = nn.Conv2d(3, base, kernel_size=7, stride=2, padding=3, bias=False)
+        else:
+            self.conv1 = nn.Conv2d(3, base, kernel_size=3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(base)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1) if stem == "imagenet" else nn.Identity()
+        self.layer1 = self._make_layer(block, base, layers[0])
+        self.layer2 = self._make_layer(block, base * 2, layers[1], stride=2)
+        self.layer3 = self._make_layer(block, base * 4, layers[2], stride=2)
+        self.layer4 = self._make_layer(block, base * 8, layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(base * 8 * block.expansion, num_classes)
+
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def _make_layer(self, block, planes, blocks, stride=1):
+        downsample = None
+        if stride != 1 or self.inplanes != planes * block.expansion:
+            downsample = nn.Sequential(
+                conv1x1(self.inplanes, planes * block.expansion, stride),
+                nn.BatchNorm2d(planes * block.expansion),
+            )
+        layers = [block(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes * block.expansion
+        for _ in range(1, blocks):
+            layers.append(block(self.inplanes, planes))
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.conv1(x)
+        x = self.bn1(x)
+        x = self.relu(x)
+        x = self.maxpool(x)
+        x = self.layer1(x)
+        x = self.layer2(x)
+        x = self.layer3(x)
+        x = self.layer4(x)
+        x = self.avgpool(x)
+        x = x.flatten(1)
+        return self.fc(x)
+
+
+MODELS = {
+    # name: (block, layers, constructor kwargs)
+    "resnet18-cifar": (BasicBlock, [2, 2, 2, 2], {"num_classes": 10, "stem": "cifar"}),
+    "resnet50": (Bottleneck, [3, 4, 6, 3], {"num_classes": 1000, "stem": "imagenet"}),
+}
+
+
+# --- one measurement ------------------------------------------------------------------------
+
+
+def parse_config(name):
+    """'resnet50/224/b4/bf16/cl' -> dict; raises ValueError on anything else."""
+    parts = name.split("/")
+    if len(parts) != 5 or parts[0] not in MODELS or not parts[2].startswith("b"):
+        raise ValueError(f"bad config {name!r}: expected MODEL/SIZE/bBATCH/fp32|bf16/cf|cl")
+    model, size, batch, dtype, fmt = parts
+    if dtype not in ("fp32", "bf16") or fmt not in ("cf", "cl"):
+        raise ValueError(f"bad config {name!r}: dtype fp32|bf16, format cf|cl")
+    return {"model": model, "size": int(size), "batch": int(batch[1:]), "dtype": dtype, "format": fmt}
+
+
+def measure(name, warmup, steps):
+    cfg = parse_config(name)
+    torch.manual_seed(0)
+    block, layers, kwargs = MODELS[cfg["model"]]
+    model = ResNet(block, layers, **kwargs)
+    model.train()
+    x = torch.randn(cfg["batch"], 3, cfg["size"], cfg["size"])
+    y = torch.randint(0, kwargs["num_classes"], (cfg["batch"],))
+    if cfg["format"] == "cl":
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    bf16 = cfg["dtype"] == "bf16"
+
+    def region():
+        if bf16:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    fwd, bwd, opt_s, step_s = [], [], [], []
+    loss = None
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        with region():
+            out = model(x)
+            loss = F.cross_entropy(out, y)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if i >= warmup:
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+            opt_s.append(t3 - t2)
+            step_s.append(t3 - t0)
+    med = statistics.median(step_s)
+    return {
+        "config": name,
+        "warmup": warmup,
+        "steps": steps,
+        "stepS": step_s,
+        "fwdS": fwd,
+        "bwdS": bwd,
+        "optS": opt_s,
+        "imgPerS": cfg["batch"] / med,
+        "loss": float(loss.item()),
+    }
+
+
+def info():
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "interopThreads": torch.get_num_interop_threads(),
+    }
+
+
+def serve():
+    """One JSON request per stdin line, one JSON answer per stdout line (bench/train_step.ts)."""
+    print(json.dumps({"ready": True, **info()}), flush=True)
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            out = measure(req["config"], int(req["warmup"]), int(req["steps"]))
+        except Exception as e:  # report and keep serving: the caller decides
+            out = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        print(json.dumps(out), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--configs", default="resnet18-cifar/32/b32/fp32/cf")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--serve", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.serve:
+        serve()
+        return
+    results = []
+    for name in filter(None, args.configs.split(",")):
+        r = measure(name, args.warmup, args.steps)
+        print(json.dumps(r), flush=True)
+        results.append(r)
+    print(json.dumps({**info(), "results": {r["config"]: r["imgPerS"] for r in results}}))
+
+
+if __name__ == "__main__":
+    main()

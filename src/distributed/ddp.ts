@@ -1,0 +1,250 @@
+// DistributedDataParallel, following torch/nn/parallel/distributed.py step by step on
+// libtorch's c10d::Reducer and c10d::Logger: the Reducer's autograd hooks bucket the
+// gradients and all-reduce each bucket as soon as it is ready, overlapping backward.
+import { isGradEnabled, noGrad } from '../autograd/grad-mode.ts';
+import { native } from '../core/native.ts';
+import { Tensor, wrap } from '../core/tensor.ts';
+import { Module } from '../nn/module.ts';
+import { DistributedError } from './errors.ts';
+import { getDefaultGroup, type ProcessGroup } from './process-group.ts';
+
+export type CommHook = 'allreduce' | 'fp16' | 'bf16';
+
+export interface DDPOptions {
+  /** Devices of the module (CUDA); omitted or [] on CPU. */
+  deviceIds?: number[];
+  /** Gradient bucket size in MiB (PyTorch: bucket_cap_mb = 25). */
+  bucketCapMb?: number;
+  /** Gradients become views into the buckets, saving a copy and memory. */
+  gradientAsBucketView?: boolean;
+  /** The set of used parameters and the graph do not change between iterations. */
+  staticGraph?: boolean;
+  /** Search the autograd graph for parameters without gradients every iteration. */
+  findUnusedParameters?: boolean;
+  /** Broadcast buffers (e.g. BatchNorm running stats) from rank 0 before each forward. */
+  broadcastBuffers?: boolean;
+  commHook?: CommHook;
+  processGroup?: ProcessGroup;
+}
+
+/** Runtime statistics from c10d::Logger, averaged over the recorded iterations. */
+export interface DDPStats {
+  /** Average forward compute time per iteration, ms. */
+  forwardComputeMs: number;
+  /** Average backward compute time, ms. */
+  backwardComputeMs: number;
+  /** Average time from the first bucket's all-reduce start to the last one's end, ms. */
+  backwardCommMs: number;
+  /** Average time communication overlapped with backward computation, ms. */
+  backwardCommOverlapMs: number;
+  /** Bucket sizes in bytes, in the order they are all-reduced. */
+  bucketSizes: number[];
+  bucketCount: number;
+  /** Everything c10d::Logger records (ints_map / strs_map), under PyTorch's names. */
+  raw: { ints: Record<string, number>; strs: Record<string, string> };
+}
+
+const MiB = 1024 * 1024;
+// torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES: a small first bucket starts
+// communication early in backward.
+const FIRST_BUCKET_BYTES = 1 * MiB;
+// _sync_module_states's broadcast_bucket_size.
+const BROADCAST_BUCKET_BYTES = 250 * MiB;
+
+export class DistributedDataParallel<M extends Module = Module> extends Module {
+  readonly module: M;
+  readonly processGroup: ProcessGroup;
+  readonly bucketCapMb: number;
+  readonly gradientAsBucketView: boolean;
+  readonly staticGraph: boolean;
+  readonly findUnusedParameters: boolean;
+  readonly broadcastBuffers: boolean;
+  private readonly engine: number;
+  private readonly params: Tensor[];
+  private requireBackwardGradSync = true;
+  private requireForwardParamSync = true;
+
+  constructor(module: M, opts: DDPOptions = {}) {
+    super();
+    this.module = module;
+    const pg = opts.processGroup ?? getDefaultGroup();
+    this.processGroup = pg;
+    this.bucketCapMb = opts.bucketCapMb ?? 25;
+    this.gradientAsBucketView = opts.gradientAsBucketView ?? false;
+    this.staticGraph = opts.staticGraph ?? false;
+    this.findUnusedParameters = opts.findUnusedParameters ?? false;
+    this.broadcastBuffers = opts.broadcastBuffers ?? true;
+    if (!(this.bucketCapMb > 0))
+      throw new RangeError(`DistributedDataParallel: bucketCapMb must be > 0, got ${this.bucketCapMb}`);
+    if (opts.deviceIds && opts.deviceIds.length > 1) {
+      throw new TypeError(
+        'DistributedDataParallel: one device per process (deviceIds has at most one entry), as in PyTorch',
+      );
+    }
+
+    const named = module.namedParameters().filter(([, p]) => p.requiresGrad);
+    if (named.length === 0) {
+      throw new TypeError('DistributedDataParallel: the module has no parameter that requires a gradient');
+    }
+    this.params = named.map(([, p]) => p);
+    const handles = this.params.map((p) => p.h);
+
+    // 1. Same parameter count/shapes on every rank (a clear error naming the mismatch).
+    try {
+      native.verifyParams(pg.h, handles);
+    } catch (e) {
+      throw new DistributedError(
+        `DistributedDataParallel: the model differs between ranks: ${(e as Error).message}`,
+        'DistributedDataParallel',
+        pg.rank,
+      );
+    }
+    // 2. Rank 0's parameters and buffers everywhere.
+    const states = [...this.params, ...module.buffers()].map((t) => t.h);
+    noGrad(() => native.broadcastCoalesced(pg.h, states, BROADCAST_BUCKET_BYTES, 0));
+    // 3. The Reducer and the Logger. Bucket limits as torch 2.13's
+    // _BucketCapacityConfig: a 1 MiB first bucket only with the default cap; the first
+    // iteration uses one bucket unless unused parameters are searched (the registration
+    // order may not be the backward order), and buckets are rebuilt afterwards in the
+    // order gradients actually became ready.
+    const capBytes = Math.floor(this.bucketCapMb * MiB);
+    const firstBytes = opts.bucketCapMb === undefined ? FIRST_BUCKET_BYTES : capBytes;
+    const initialLimits =
+      this.staticGraph || !this.findUnusedParameters
+        ? [Number.MAX_SAFE_INTEGER]
+        : firstBytes < capBytes
+          ? [firstBytes, capBytes]
+          : [capBytes];
+    const [engine] = native.ddpNew(
+      pg.h,
+      handles,
+      named.map(([n]) => n),
+      capBytes,
+      firstBytes,
+      initialLimits,
+      this.findUnusedParameters,
+      this.gradientAsBucketView,
+      this.staticGraph,
+      this.broadcastBuffers,
+    );
+    this.engine = engine;
+    if (opts.commHook) this.registerCommHook(opts.commHook);
+  }
+
+  /** Replaces the all-reduce of each bucket: 'fp16'/'bf16' compress gradients to 16 bits. */
+  registerCommHook(hook: CommHook): void {
+    if (!['allreduce', 'fp16', 'bf16'].includes(hook)) {
+      throw new TypeError(
+        `DistributedDataParallel: commHook must be 'allreduce', 'fp16' or 'bf16', got '${hook}'`,
+      );
+    }
+    native.ddpSetCommHook(this.engine, this.processGroup.h, hook);
+  }
+
+  override forward(...inputs: unknown[]): unknown {
+    const grad = isGradEnabled();
+    // _pre_forward
+    if (grad && this.requireBackwardGradSync) native.ddpPrepareForForward(this.engine);
+    if (grad) native.ddpRebuildBuckets(this.engine);
+    if (this.requireForwardParamSync && this.broadcastBuffers && this.processGroup.size > 1) {
+      const buffers = this.module.buffers().map((b) => b.h);
+      if (buffers.length > 0)
+        native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, 0);
+    }
+    let output = (this.module.forward as (...a: unknown[]) => unknown)(...inputs);
+    // _post_forward
+    if (grad && this.requireBackwardGradSync) {
+      this.requireForwardParamSync = true;
+      const outs = findTensors(output);
+      if (this.staticGraph) output = this.sink(output, outs);
+      native.ddpPrepareForBackward(
+        this.engine,
+        this.findUnusedParameters && !this.staticGraph ? outs.map((t) => t.h) : [],
+      );
+    } else {
+      this.requireForwardParamSync = false;
+    }
+    return output;
+  }
+
+  // Static graph, first iteration: route the outputs through DDPSink so the Reducer's
+  // delayed all-reduce runs at the end of backward (distributed.py's _DDPSink).
+  private sink(output: unknown, outs: Tensor[]): unknown {
+    const sunk = native.ddpSink(
+      this.engine,
+      outs.filter((t) => t.requiresGrad).map((t) => t.h),
+    );
+    if (sunk.length === 0) return output;
+    const replaced = new Map<Tensor, Tensor>();
+    let k = 0;
+    for (const t of outs) if (t.requiresGrad) replaced.set(t, wrap(sunk[k++]));
+    return replaceTensors(output, replaced);
+  }
+
+  /**
+   * Runs `fn` without gradient synchronisation, for gradient accumulation: gradients
+   * accumulate locally and the next backward outside noSync all-reduces them all.
+   */
+  noSync<T>(fn: () => T): T {
+    const prev = this.requireBackwardGradSync;
+    this.requireBackwardGradSync = false;
+    let result: T;
+    try {
+      result = fn();
+    } catch (e) {
+      this.requireBackwardGradSync = prev;
+      throw e;
+    }
+    if (result instanceof Promise) {
+      return result.finally(() => {
+        this.requireBackwardGradSync = prev;
+      }) as T;
+    }
+    this.requireBackwardGradSync = prev;
+    return result;
+  }
+
+  /** c10d::Logger's runtime statistics: how "communication time per batch" is measured. */
+  stats(): DDPStats {
+    const s = native.ddpStats(this.engine);
+    const ms = (k: string) => (s.ints[k] ?? 0) / 1e6;
+    return {
+      forwardComputeMs: ms('avg_forward_compute_time'),
+      backwardComputeMs: ms('avg_backward_compute_time'),
+      backwardCommMs: ms('avg_backward_comm_time'),
+      backwardCommOverlapMs: ms('avg_backward_compute_comm_overlap_time'),
+      bucketSizes: s.bucketSizes,
+      bucketCount: s.bucketSizes.length,
+      raw: { ints: s.ints, strs: s.strs },
+    };
+  }
+
+  /** Frees the Reducer; the wrapped module stays usable. */
+  destroy(): void {
+    native.ddpDestroy(this.engine);
+  }
+}
+
+/** Tensors in a forward output (tensors, arrays, plain objects), as _find_tensors does. */
+function findTensors(value: unknown, out: Tensor[] = [], depth = 0): Tensor[] {
+  if (value instanceof Tensor) out.push(value);
+  else if (depth < 8 && Array.isArray(value)) for (const v of value) findTensors(v, out, depth + 1);
+  else if (
+    depth < 8 &&
+    value !== null &&
+    typeof value === 'object' &&
+    Object.getPrototypeOf(value) === Object.prototype
+  ) {
+    for (const v of Object.values(value)) findTensors(v, out, depth + 1);
+  }
+  return out;
+}
+
+function replaceTensors(value: unknown, map: Map<Tensor, Tensor>): unknown {
+  if (value instanceof Tensor) return map.get(value) ?? value;
+  if (Array.isArray(value)) return value.map((v) => replaceTensors(v, map));
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceTensors(v, map)]));
+  }
+  return value;
+}

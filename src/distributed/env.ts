@@ -1,0 +1,49 @@
+// The worker environment that torchrun (and tsrun) sets, parsed and validated.
+
+export interface DistEnv {
+  rank: number;
+  worldSize: number;
+  localRank: number;
+  localWorldSize: number;
+  masterAddr: string;
+  masterPort: number;
+  restartCount: number;
+  /** Set by tsrun: the launcher hosts the TCPStore, so rank 0 connects as a client too. */
+  agentStore: boolean;
+}
+
+function intVar(env: NodeJS.ProcessEnv, name: string, fallback?: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') {
+    if (fallback !== undefined) return fallback;
+    throw new TypeError(`env:// rendezvous needs the environment variable ${name} (set by tsrun/torchrun)`);
+  }
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 0)
+    throw new TypeError(`environment variable ${name}='${raw}' is not a non-negative integer`);
+  return v;
+}
+
+export function readDistEnv(env: NodeJS.ProcessEnv = process.env): DistEnv {
+  const rank = intVar(env, 'RANK');
+  const worldSize = intVar(env, 'WORLD_SIZE');
+  if (worldSize < 1) throw new TypeError('WORLD_SIZE must be at least 1');
+  if (rank >= worldSize) throw new TypeError(`RANK=${rank} is out of range for WORLD_SIZE=${worldSize}`);
+  const masterPort = intVar(env, 'MASTER_PORT');
+  if (masterPort < 1 || masterPort > 65535)
+    throw new TypeError(`MASTER_PORT=${masterPort} is not a valid port`);
+  return {
+    rank,
+    worldSize,
+    localRank: intVar(env, 'LOCAL_RANK', rank),
+    localWorldSize: intVar(env, 'LOCAL_WORLD_SIZE', worldSize),
+    masterAddr: env.MASTER_ADDR || '127.0.0.1',
+    masterPort,
+    restartCount: intVar(env, 'TORCHELASTIC_RESTART_COUNT', 0),
+    agentStore: env.TSDDP_USE_AGENT_STORE === '1',
+  };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host.startsWith('127.') || host === '::1';
+}

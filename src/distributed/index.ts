@@ -1,0 +1,23 @@
+export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
+export { type DistEnv, readDistEnv } from './env.ts';
+export { DistributedError } from './errors.ts';
+export {
+  allGather,
+  allReduce,
+  type Backend,
+  barrier,
+  broadcast,
+  type CollectiveOptions,
+  destroyProcessGroup,
+  getDefaultGroup,
+  getRank,
+  getWorldSize,
+  type InitOptions,
+  initProcessGroup,
+  isInitialized,
+  ProcessGroup,
+  type ReduceOp,
+  reduceScatter,
+  Work,
+} from './process-group.ts';
+export { Store } from './store.ts';

@@ -1,0 +1,295 @@
+// Process groups and collectives, like torch.distributed: initProcessGroup builds a
+// TCPStore or FileStore, the backend and a c10d::ProcessGroup in libtorch.
+import { native } from '../core/native.ts';
+import { cuda } from '../core/runtime.ts';
+import type { Tensor } from '../core/tensor.ts';
+import { isLoopback, readDistEnv } from './env.ts';
+import { DistributedError } from './errors.ts';
+import { Store } from './store.ts';
+
+export type Backend = 'gloo' | 'nccl' | 'auto';
+export type ReduceOp = 'sum' | 'avg' | 'product' | 'min' | 'max';
+
+export interface InitOptions {
+  backend?: Backend;
+  /** 'env://' (default), 'tcp://host:port' or 'file:///path'. */
+  initMethod?: string;
+  rank?: number;
+  worldSize?: number;
+  /** Collective and rendezvous timeout; PyTorch's default is 30 minutes. */
+  timeoutMs?: number;
+  /** An existing store (then initMethod is ignored). */
+  store?: Store;
+}
+
+/** A group of processes that run collectives together. */
+export class ProcessGroup {
+  constructor(
+    readonly h: number,
+    readonly rank: number,
+    readonly size: number,
+    readonly backend: 'gloo' | 'nccl',
+    readonly store: Store,
+    readonly timeoutMs: number,
+  ) {}
+}
+
+/** The handle of an asynchronous collective; `await` it (or its wait()) for completion. */
+export class Work implements PromiseLike<void> {
+  private done = false;
+  private readonly promise: Promise<void>;
+
+  constructor(promise: Promise<void>, op: string, rank: number) {
+    this.promise = promise.then(
+      () => {
+        this.done = true;
+      },
+      (e: unknown) => {
+        this.done = true;
+        const msg = e instanceof Error ? e.message : String(e);
+        throw new DistributedError(`${op} failed on rank ${rank}: ${msg}`, op, rank);
+      },
+    );
+  }
+  wait(): Promise<void> {
+    return this.promise;
+  }
+  isCompleted(): boolean {
+    return this.done;
+  }
+  // biome-ignore lint/suspicious/noThenProperty: a Work is awaitable, like a promise
+  then<A = void, B = never>(
+    onFulfilled?: ((value: void) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.promise.then(onFulfilled, onRejected);
+  }
+}
+
+let defaultGroup: ProcessGroup | null = null;
+
+function parseInit(opts: InitOptions): {
+  store: Store;
+  rank: number;
+  worldSize: number;
+  hostname: string;
+  prefix: string;
+} {
+  const timeoutMs = opts.timeoutMs ?? 30 * 60_000;
+  const method = opts.initMethod ?? 'env://';
+  if (opts.store) {
+    if (opts.rank === undefined || opts.worldSize === undefined) {
+      throw new TypeError('initProcessGroup(): with a store, pass rank and worldSize');
+    }
+    return {
+      store: opts.store,
+      rank: opts.rank,
+      worldSize: opts.worldSize,
+      hostname: '',
+      prefix: 'default_pg',
+    };
+  }
+  if (method === 'env://') {
+    const env = readDistEnv();
+    const rank = opts.rank ?? env.rank;
+    const worldSize = opts.worldSize ?? env.worldSize;
+    // Under tsrun the launcher serves the store, so that a restarted gang reconnects to
+    // the same one; otherwise rank 0 serves it, as with torchrun's static rendezvous.
+    const store = Store.tcp({
+      host: env.masterAddr,
+      port: env.masterPort,
+      isServer: rank === 0 && !env.agentStore,
+      worldSize,
+      timeoutMs,
+    });
+    return {
+      store,
+      rank,
+      worldSize,
+      hostname: glooHostname(env.masterAddr),
+      prefix: `default_pg/attempt${env.restartCount}`,
+    };
+  }
+  const tcp = /^tcp:\/\/([^:/]+|\[[^\]]+\]):(\d+)\/?$/.exec(method);
+  if (tcp) {
+    if (opts.rank === undefined || opts.worldSize === undefined) {
+      throw new TypeError(`initProcessGroup(): initMethod '${method}' needs rank and worldSize`);
+    }
+    const host = tcp[1].replace(/^\[|\]$/g, '');
+    const store = Store.tcp({
+      host,
+      port: Number(tcp[2]),
+      isServer: opts.rank === 0,
+      worldSize: opts.worldSize,
+      timeoutMs,
+    });
+    return {
+      store,
+      rank: opts.rank,
+      worldSize: opts.worldSize,
+      hostname: glooHostname(host),
+      prefix: 'default_pg',
+    };
+  }
+  if (method.startsWith('file://')) {
+    if (opts.rank === undefined || opts.worldSize === undefined) {
+      throw new TypeError(`initProcessGroup(): initMethod '${method}' needs rank and worldSize`);
+    }
+    const store = Store.file(method.slice('file://'.length), opts.worldSize, timeoutMs);
+    return { store, rank: opts.rank, worldSize: opts.worldSize, hostname: '127.0.0.1', prefix: 'default_pg' };
+  }
+  throw new TypeError(
+    `initProcessGroup(): unknown initMethod '${method}'; use env://, tcp://host:port or file:///path`,
+  );
+}
+
+// Gloo binds to the address its device resolves. For single-node jobs that is loopback;
+// TSDDP_GLOO_HOSTNAME overrides it (e.g. a multi-homed host).
+function glooHostname(masterAddr: string): string {
+  if (process.env.TSDDP_GLOO_HOSTNAME) return process.env.TSDDP_GLOO_HOSTNAME;
+  return isLoopback(masterAddr) ? '127.0.0.1' : '';
+}
+
+/**
+ * Joins the default process group, like torch.distributed.init_process_group. Blocks
+ * until every rank has joined (or the timeout passes).
+ */
+export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
+  if (defaultGroup)
+    throw new DistributedError(
+      'initProcessGroup(): the default group is already initialized',
+      'init',
+      defaultGroup.rank,
+    );
+  const requested = opts.backend ?? 'auto';
+  if (!['gloo', 'nccl', 'auto'].includes(requested)) {
+    throw new TypeError(`initProcessGroup(): backend must be 'gloo', 'nccl' or 'auto', got '${requested}'`);
+  }
+  const backend = requested === 'auto' ? (cuda.isAvailable() ? 'nccl' : 'gloo') : requested;
+  if (backend === 'nccl') {
+    throw new DistributedError(
+      "initProcessGroup(): NCCL is not built into this tsddp addon (CPU libtorch); use backend 'gloo'",
+      'init',
+      opts.rank ?? -1,
+    );
+  }
+  const timeoutMs = opts.timeoutMs ?? 30 * 60_000;
+  const { store, rank, worldSize, hostname, prefix } = parseInit(opts);
+  if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
+    throw new TypeError(`initProcessGroup(): rank ${rank} is out of range for worldSize ${worldSize}`);
+  }
+  const h = native.processGroupNew(store.h, rank, worldSize, backend, timeoutMs, hostname, prefix);
+  defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs);
+  return defaultGroup;
+}
+
+export function isInitialized(): boolean {
+  return defaultGroup !== null;
+}
+
+function group(g?: ProcessGroup): ProcessGroup {
+  const pg = g ?? defaultGroup;
+  if (!pg) throw new DistributedError('no process group: call initProcessGroup() first', 'collective', -1);
+  return pg;
+}
+
+export function getDefaultGroup(): ProcessGroup {
+  return group();
+}
+
+export function getRank(g?: ProcessGroup): number {
+  return group(g).rank;
+}
+
+export function getWorldSize(g?: ProcessGroup): number {
+  return group(g).size;
+}
+
+export function destroyProcessGroup(g?: ProcessGroup): void {
+  const pg = group(g);
+  native.processGroupDestroy(pg.h);
+  pg.store.close();
+  if (pg === defaultGroup) defaultGroup = null;
+}
+
+export interface CollectiveOptions {
+  group?: ProcessGroup;
+  timeoutMs?: number;
+}
+
+const REDUCE_OPS = new Set<string>(['sum', 'avg', 'product', 'min', 'max']);
+
+/** Reduces `tensor` across ranks in place (default: sum). */
+export function allReduce(tensor: Tensor, op: ReduceOp = 'sum', opts: CollectiveOptions = {}): Work {
+  const pg = group(opts.group);
+  if (!REDUCE_OPS.has(op))
+    throw new TypeError(`allReduce(): op must be one of ${[...REDUCE_OPS].join(', ')}, got '${op}'`);
+  return new Work(native.allReduce(pg.h, tensor.h, op, opts.timeoutMs), 'allReduce', pg.rank);
+}
+
+/** Copies `tensor` from rank `src` to every rank, in place. */
+export function broadcast(tensor: Tensor, src: number, opts: CollectiveOptions = {}): Work {
+  const pg = group(opts.group);
+  checkRank(src, pg, 'broadcast');
+  return new Work(native.broadcast(pg.h, tensor.h, src, opts.timeoutMs), 'broadcast', pg.rank);
+}
+
+/** Fills `outputs[r]` with rank r's `input` (outputs has one tensor per rank). */
+export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOptions = {}): Work {
+  const pg = group(opts.group);
+  if (outputs.length !== pg.size) {
+    throw new TypeError(
+      `allGather(): expected ${pg.size} output tensors (one per rank), got ${outputs.length}`,
+    );
+  }
+  return new Work(
+    native.allGather(
+      pg.h,
+      outputs.map((t) => t.h),
+      input.h,
+      opts.timeoutMs,
+    ),
+    'allGather',
+    pg.rank,
+  );
+}
+
+/** Reduces `inputs[r]` across ranks into rank r's `output`. */
+export function reduceScatter(
+  output: Tensor,
+  inputs: Tensor[],
+  op: ReduceOp = 'sum',
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = group(opts.group);
+  if (inputs.length !== pg.size) {
+    throw new TypeError(
+      `reduceScatter(): expected ${pg.size} input tensors (one per rank), got ${inputs.length}`,
+    );
+  }
+  if (!REDUCE_OPS.has(op))
+    throw new TypeError(`reduceScatter(): op must be one of ${[...REDUCE_OPS].join(', ')}, got '${op}'`);
+  return new Work(
+    native.reduceScatter(
+      pg.h,
+      output.h,
+      inputs.map((t) => t.h),
+      op,
+      opts.timeoutMs,
+    ),
+    'reduceScatter',
+    pg.rank,
+  );
+}
+
+/** Waits until every rank reaches the barrier. */
+export function barrier(opts: CollectiveOptions = {}): Work {
+  const pg = group(opts.group);
+  return new Work(native.barrier(pg.h, opts.timeoutMs), 'barrier', pg.rank);
+}
+
+function checkRank(r: number, pg: ProcessGroup, op: string): void {
+  if (!Number.isInteger(r) || r < 0 || r >= pg.size) {
+    throw new RangeError(`${op}(): rank ${r} is out of range for world size ${pg.size}`);
+  }
+}
