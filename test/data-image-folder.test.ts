@@ -1,17 +1,21 @@
 // ImageFolder: class folders and file order as torchvision's, clear errors for a missing
-// folder, and decoding with sharp — or, where sharp is not installed, an error that says
-// how to install it (sharp is an optional dependency; the lead decides whether to add it).
+// or empty folder, lossless formats decoded to the exact source pixels, JPEGs decoded to
+// the same pixels as PIL (torchvision's loader), and a bad file raising or skipped.
+// (Unusual and broken files in depth: data-images.test.ts.)
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { DataError, ImageFolder, Rng } from '../src/data/index.ts';
+import { after, mock, test } from 'node:test';
+import sharp from 'sharp';
+import { DataError, decodeImage, ImageFolder, Rng } from '../src/data/index.ts';
 import { encodePng } from './fixtures/data/png.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'tsddp-imagefolder-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
+/** A 4x3 RGB pattern, different for each seed. */
 const pixels = (seed: number) => Uint8Array.from({ length: 4 * 3 * 3 }, (_, k) => (seed * 31 + k * 7) % 256);
 mkdirSync(join(root, 'dog', 'nested'), { recursive: true });
 mkdirSync(join(root, 'cat'), { recursive: true });
@@ -19,14 +23,22 @@ writeFileSync(join(root, 'dog', 'b.png'), encodePng(3, 4, pixels(1)));
 writeFileSync(join(root, 'dog', 'nested', 'a.PNG'), encodePng(3, 4, pixels(2)));
 writeFileSync(join(root, 'dog', 'notes.txt'), 'not an image');
 writeFileSync(join(root, 'cat', 'x.png'), encodePng(3, 4, pixels(3)));
-// A PNG named .jpg must still decode (content is sniffed), a corrupt one must not.
+// A PNG named .jpg must still decode (the content decides, as with PIL), a corrupt one must not.
 writeFileSync(join(root, 'cat', 'y.jpg'), encodePng(3, 4, pixels(4)));
 writeFileSync(join(root, 'cat', 'z.jpg'), Buffer.from('definitely not a jpeg'));
-
-const sharpInstalled = await import('sharp' as string).then(
-  () => true,
-  () => false,
+const raw = { raw: { width: 3, height: 4, channels: 3 as const } };
+writeFileSync(
+  join(root, 'dog', 'w.webp'),
+  await sharp(Buffer.from(pixels(5)), raw)
+    .webp({ lossless: true })
+    .toBuffer(),
 );
+writeFileSync(join(root, 'dog', 'p.bmp'), Buffer.from('BM not really'));
+
+/** An image's bytes as a plain array, for deepEqual. */
+const bytes = (img: { data: unknown }): number[] => Array.from(img.data as Uint8Array);
+
+const ctx = { rng: new Rng(0), workerId: 0, numWorkers: 0, epoch: 0 };
 
 test('classes are sorted folder names; files are sorted, recursive, filtered by extension', () => {
   const ds = new ImageFolder({ root });
@@ -40,44 +52,140 @@ test('classes are sorted folder names; files are sorted, recursive, filtered by 
       ['cat/z.jpg', 0],
       ['dog/b.png', 1],
       ['dog/nested/a.PNG', 1],
+      ['dog/p.bmp', 1],
+      ['dog/w.webp', 1],
     ],
+  );
+  assert.equal(ds.length, 7);
+  const pngOnly = new ImageFolder({ root, extensions: ['.png'] });
+  assert.deepEqual(
+    pngOnly.samples.map(([p]) => p.slice(root.length + 1)),
+    ['cat/x.png', 'dog/b.png', 'dog/nested/a.PNG'],
   );
   assert.throws(() => new ImageFolder({ root: join(root, 'missing') }), /missing is not a folder/);
   assert.throws(
     () => new ImageFolder({ root: join(root, 'dog', 'nested') }),
     /couldn't find any class folder/,
   );
+  assert.throws(() => new ImageFolder({ root, extensions: ['.gif'] }), /found no valid file in/);
 });
 
-test('images decode with sharp, or the error says how to install it', async () => {
-  const ds = new ImageFolder({ root });
-  if (!sharpInstalled) {
-    await assert.rejects(ds.get(0), (e: unknown) => {
-      assert.ok(e instanceof DataError);
-      assert.match(e.message, /'sharp' package, which is not installed .*npm install sharp@\^0\.35/);
-      return true;
-    });
-    // Not even onError: 'skip' hides a missing decoder.
-    await assert.rejects(new ImageFolder({ root, onError: 'skip' }).get(0), /npm install sharp/);
-    return;
+test('a class folder without images is an error unless allowEmpty (torchvision allow_empty)', () => {
+  const r = mkdtempSync(join(tmpdir(), 'tsddp-imagefolder-empty-'));
+  try {
+    mkdirSync(join(r, 'ant'));
+    mkdirSync(join(r, 'bee'));
+    mkdirSync(join(r, 'cow'));
+    writeFileSync(join(r, 'ant', 'x.png'), encodePng(3, 4, pixels(1)));
+    writeFileSync(join(r, 'bee', 'readme.txt'), 'no images here');
+    writeFileSync(join(r, 'cow', 'y.png'), encodePng(3, 4, pixels(2)));
+    assert.throws(
+      () => new ImageFolder({ root: r }),
+      (e: unknown) =>
+        e instanceof DataError &&
+        e.path === join(r, 'bee') &&
+        /found no valid file for the classes bee in .*allowEmpty: true/.test(e.message),
+    );
+    // Kept, the empty class keeps its index, so labels match the folder names' order.
+    const ds = new ImageFolder({ root: r, allowEmpty: true });
+    assert.deepEqual(ds.classes, ['ant', 'bee', 'cow']);
+    assert.deepEqual(
+      ds.samples.map(([p, l]) => [p.slice(r.length + 1), l]),
+      [
+        ['ant/x.png', 0],
+        ['cow/y.png', 2],
+      ],
+    );
+  } finally {
+    rmSync(r, { recursive: true, force: true });
   }
-  const x = await ds.get(0);
-  assert.deepEqual(x.image.shape, [4, 3, 3]);
-  assert.deepEqual(Array.from(x.image.data as Uint8Array), Array.from(pixels(3)));
-  assert.equal(x.label, 0);
-  assert.deepEqual(
-    Array.from((await ds.get(1)).image.data as Uint8Array),
-    Array.from(pixels(4)),
-    'PNG named .jpg',
-  );
+});
+
+test('lossless images decode to their exact pixels as uint8 [H, W, 3]', async () => {
+  const ds = new ImageFolder({ root });
+  const cases: [number, number, string][] = [
+    [0, 3, 'cat/x.png'],
+    [1, 4, 'cat/y.jpg (a PNG)'],
+    [3, 1, 'dog/b.png'],
+    [4, 2, 'dog/nested/a.PNG'],
+    [6, 5, 'dog/w.webp'],
+  ];
+  for (const [i, seed, what] of cases) {
+    const x = await ds.get(i);
+    assert.ok(x.image.data instanceof Uint8Array, what);
+    assert.deepEqual(x.image.shape, [4, 3, 3], what);
+    assert.deepEqual(Array.from(x.image.data), Array.from(pixels(seed)), what);
+    assert.equal(x.label, ds.samples[i][1], what);
+  }
+  await assert.rejects(ds.get(7), RangeError);
+  await assert.rejects(ds.get(-1), RangeError);
+});
+
+// JPEGs written by sharp (33x17 gradient: odd sizes, so chroma upsampling has edges) and
+// the SHA-256 of the RGB bytes Pillow 12.3 decodes from them, made with
+//   Image.open(f).convert('RGB') -> np.asarray(...).tobytes() -> hashlib.sha256
+// (torchvision's default_loader). libvips (mozjpeg) and Pillow (libjpeg-turbo) share
+// the decoder: the same IDCT and fancy upsampling, so the bytes agree exactly.
+const JPEGS: Record<string, { b64: string; pilSha256: string }> = {
+  'baseline 4:2:0': {
+    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wAARCAARACEDASIAAhEBAxEB/8QAGAAAAgMAAAAAAAAAAAAAAAAAAAUEBgf/xAAwEAABAwIDBQQLAAAAAAAAAAABAAIRBTEDBCESFbHB8CM0gZFBQ0RRYWNxcoKSo//EABgBAQADAQAAAAAAAAAAAAAAAAUBBAYH/8QALxEAAAMEBggHAAAAAAAAAAAAAAECBBEhMQMFEhVBYRQyUVJxcoGRkqGxssHR8P/aAAwDAQACEQMRAD8AzHK0FrWN7MFxE6jQBNMvRAYBw5I8vMK64NDlrSGQTwtylMctQgRJbr8OrdfS9p9hyEETnfuuMfSQjFXWJmKVl6O5jXDZl0wDHXoTHCoRcxoLTeYcZV0wKKNCGEgA2vEgJngUUgTsNteLaKmutbRWVHB3lPvnKGwbBhrmURn25Pl/xQtE3K33M/ZyENfKN4vEoPXzmIOV9b4c1Oy3d3fceAQhRS6iOC/cY4Cw/QY4Ps/48kywu9s8eCEI+kw50fA2TCJ6EIV4LD//2Q==',
+    pilSha256: 'b346256cd542372c5f18f948d63656802757837f2ab561288072d48e03c5c3e4',
+  },
+  'progressive 4:4:4': {
+    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wgARCAARACEDAREAAhEBAxEB/8QAFwABAQEBAAAAAAAAAAAAAAAABAMCBv/EABoBAQEBAAMBAAAAAAAAAAAAAAQCAwEFBgf/2gAMAwEAAhADEAAAAeYadVLRLE5N2dFq+dpyajFqeV6AmHYeFuVqJYmGITr/AP/EABkQAAMBAQEAAAAAAAAAAAAAAAABAwITMv/aAAgBAQABBQLMDMTMRQOIoGYCiKJxMmfKF6P/xAAaEQADAAMBAAAAAAAAAAAAAAAAAgMTMUEQ/9oACAEDAQE/AVuJYSxO5mEsJcSwljMLwTYnSevP/8QALxEAAQICBgYLAAAAAAAAAAAAAQACEfADEyFRcbESQUOBweEEEDEzNGGCkaGi0f/aAAgBAgEBPwGj0WNF+SrQbIWidUPlDpDmNIjbqnBPcXNhnPNafl9EXxAhYZHCKYQREzynCtHaJtAVdARmZvjXsvHuVRbTdxTO4dj+I7L0p3ihvy6v/8QAGhAAAgIDAAAAAAAAAAAAAAAAEDEAAQIgof/aAAgBAQAGPwJRFc2sYn//xAAeEAABBAIDAQAAAAAAAAAAAAABABAhYRExQXGRwf/aAAgBAQABPyEYA5MiAGJWQCPWsQhUKtVhY16Wtna+S0t//9oADAMBAAIAAwAAABBOgVKsK8//xAAfEQACAAYDAQAAAAAAAAAAAAAAARARMWHB8CFRcaH/2gAIAQMBAT8Qc3Uf2IbRIZ7+nPU03c3y8TbKFQM0X//EACQRAQEAAQMCBgMAAAAAAAAAAAERIQAxQWGBEFFxkaHwsdHx/9oACAECAQE/EKpBRc7C/K7AfoTKV1Icc4LcIjwzOhXVgvXI875Z22fLRtrbYrwzcQZWF2TGdfb+tVWRfYy4bIRyU2ukCZyYezk7FOgFhrmKQHZygi7FQkMe7FpA43hjHrkYRsQi2PEOHyP40+rtr7XV4f/EACIQAQABAwMEAwAAAAAAAAAAAAERACExscHwEEFhkXGBof/aAAgBAQABPxCwRRNywULAyT17KBLpQMc7U4lZmFPSSIRXTG00aS3eOY58FZGgOMxIUwT2sxi1eCps71+xoVwfVa/Tp//Z',
+    pilSha256: '2511257178cba0cf541f5cb8aff935de103164b94fed1c85f9c319ad28b38623',
+  },
+  grayscale: {
+    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAARACEBAREA/8QAGQAAAwADAAAAAAAAAAAAAAAAAwQFAQIH/8QALRAAAQIDBQQLAAAAAAAAAAAAAQACAwQRBiExQYEFMlKhEhMUFSIzQpGiwfD/2gAIAQEAAD8A5zLWbbBYD1Qc83+IXNH2qMDZBFAYdS3QZZinNUpWQiwWuFKuwaSFWl5GIWgHpG+tHGqb7G/h+CuCzNwpDofwW7LM5ll6Yh2coQQw4J2DsAt9A9kXuE8A5q43Byy3c1Rm7zNExD8wI6//2Q==',
+    pilSha256: '1bebb242acafe6b972ceb2783829710a949ed9bceaebcf9d7e55bde35db62439',
+  },
+};
+
+test('JPEGs decode to the same RGB bytes as PIL (baseline, progressive, grayscale)', async () => {
+  for (const [name, { b64, pilSha256 }] of Object.entries(JPEGS)) {
+    const path = join(root, `${name.replace(/\W+/g, '_')}.jpeg`);
+    writeFileSync(path, Buffer.from(b64, 'base64'));
+    const img = await decodeImage(path);
+    assert.deepEqual(img.shape, [17, 33, 3], name);
+    assert.equal(createHash('sha256').update(img.data).digest('hex'), pilSha256, name);
+  }
+});
+
+test("a corrupt file raises a DataError naming it; onError: 'skip' uses the next good image and its label", async () => {
+  const ds = new ImageFolder({ root });
+  const bad = join(root, 'cat', 'z.jpg');
+  await assert.rejects(ds.get(2), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.equal(e.path, bad);
+    assert.match(e.message, /^cannot decode image .*cat\/z\.jpg: /);
+    return true;
+  });
   await assert.rejects(
-    ds.get(2),
-    (e: unknown) => e instanceof DataError && e.path === join(root, 'cat', 'z.jpg'),
+    ds.get(5),
+    (e: unknown) => e instanceof DataError && e.path === join(root, 'dog', 'p.bmp'),
   );
-  const skipping = new ImageFolder({ root, onError: 'skip' });
-  const s = await skipping.get(2, { rng: new Rng(0), workerId: 0, numWorkers: 0, epoch: 0 });
-  // Replaced by the next decodable image, with that image's label (no silent label shift).
-  assert.deepEqual(Array.from(s.image.data as Uint8Array), Array.from(pixels(1)));
-  assert.equal(s.label, 1);
-  assert.equal(skipping.skipped, 1);
+
+  const warn = mock.method(console, 'warn', () => {});
+  try {
+    const skipping = new ImageFolder({ root, onError: 'skip' });
+    const s = await skipping.get(2, ctx);
+    // Replaced by the next decodable image (dog/b.png), with that image's label: no label shift.
+    assert.deepEqual(bytes(s.image), Array.from(pixels(1)));
+    assert.equal(s.label, 1);
+    assert.equal(skipping.skipped, 1);
+    // The good neighbours are untouched.
+    assert.equal((await skipping.get(1, ctx)).label, 0);
+    assert.deepEqual(bytes((await skipping.get(3, ctx)).image), Array.from(pixels(1)));
+    const t = await skipping.get(5, ctx);
+    assert.deepEqual(bytes(t.image), Array.from(pixels(5)));
+    assert.equal(t.label, 1);
+    assert.equal(skipping.skipped, 2);
+    assert.equal(warn.mock.callCount(), 2);
+    assert.match(
+      String(warn.mock.calls[0].arguments[0]),
+      /^ImageFolder: skipping cat\/z\.jpg: cannot decode/,
+    );
+  } finally {
+    warn.mock.restore();
+  }
 });
