@@ -1,0 +1,85 @@
+// `tsddp train`: the classic DDP ResNet recipe as a command. As a worker (alone, or under
+// tsrun/torchrun, which set RANK/WORLD_SIZE/...) it trains; given --nproc-per-node outside
+// a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
+// same options, minus the launcher's.
+
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { cuda } from '../core/runtime.ts';
+import { ConfigError, parseTrainArgs, type TrainArgs, train, trainHelp } from '../train/index.ts';
+
+export function registerTrainCommand(program: Command): void {
+  program
+    .command('train')
+    .description('train a ResNet with DDP: the classic PyTorch recipe (tsddp train --help lists the options)')
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[options...]')
+    .action(async (args: string[]) => {
+      process.exitCode = await trainCommand(args);
+    });
+}
+
+function rankLabel(): string {
+  return process.env.RANK === undefined ? '' : ` (rank ${process.env.RANK})`;
+}
+
+/** Runs `tsddp train <argv>`; resolves with the exit code. */
+export async function trainCommand(argv: string[]): Promise<number> {
+  let args: TrainArgs;
+  try {
+    args = parseTrainArgs(argv);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`tsddp train: error: ${e.message}\n(tsddp train --help lists the options)\n`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(`${trainHelp()}\n`);
+    return 0;
+  }
+  const underLauncher = process.env.RANK !== undefined;
+  if (!underLauncher && args.launch.nprocPerNode !== undefined) return launchWorkers(args);
+  if (!underLauncher && Object.keys(args.launch).length > 0) {
+    process.stderr.write(
+      `tsddp train: warning: launcher options (${Object.keys(args.launch).join(', ')}) apply only with --nproc-per-node; ignored\n`,
+    );
+  }
+  if (args.config.dashboard !== undefined && process.env.RANK === undefined) {
+    process.stderr.write(
+      'tsddp train: warning: the dashboard is not part of this build yet; --dashboard is ignored\n',
+    );
+  }
+  try {
+    await train(args.config);
+    return 0;
+  } catch (e) {
+    const err = e as Error;
+    process.stderr.write(`tsddp train${rankLabel()}: ${err.name ?? 'Error'}: ${err.message}\n`);
+    if (process.env.TSDDP_DEBUG) process.stderr.write(`${err.stack}\n`);
+    return 1;
+  }
+}
+
+/** Starts --nproc-per-node workers with the launcher (tsrun's agent), each running this command. */
+async function launchWorkers(args: TrainArgs): Promise<number> {
+  const { launch, LaunchConfigError, resolveLaunchConfig } = await import('../launch/index.ts');
+  const entry = fileURLToPath(new URL('./main.ts', import.meta.url));
+  let cfg: ReturnType<typeof resolveLaunchConfig>;
+  try {
+    cfg = resolveLaunchConfig(entry, ['train', ...args.workerArgv], args.launch, process.env, () =>
+      cuda.deviceCount(),
+    );
+  } catch (e) {
+    if (!(e instanceof LaunchConfigError)) throw e;
+    process.stderr.write(`tsddp train: error: ${e.message}\n`);
+    return 2;
+  }
+  if (args.config.dashboard !== undefined) {
+    process.stderr.write(
+      'tsddp train: warning: the dashboard is not part of this build yet; --dashboard is ignored\n',
+    );
+  }
+  return launch(cfg);
+}

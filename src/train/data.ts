@@ -1,0 +1,208 @@
+// The recipe's data: datasets from the config, the training loader (DistributedSampler,
+// resumable mid-epoch), the validation loader (each sample on exactly one rank) and the
+// batch preparation (uint8 HWC -> normalized float NCHW, augmentations).
+//
+// Augmentation of fixed-size datasets (Shapes, CIFAR, FakeData) runs on the whole batch
+// in the main thread, from a generator seeded by (seed, epoch, batch, rank): a run that
+// resumes mid-epoch then sees exactly the batches an uninterrupted run would. ImageFolder
+// images differ in size, so their random resized crop runs per sample in the workers.
+import { join } from 'node:path';
+import * as t from '../core/index.ts';
+import * as data from '../data/index.ts';
+import { imageSizeOf, type TrainConfig } from './config.ts';
+
+const IMAGENET_MEAN = [0.485, 0.456, 0.406];
+const IMAGENET_STD = [0.229, 0.224, 0.225];
+const CIFAR_MEAN = [0.4914, 0.4822, 0.4465];
+const CIFAR_STD = [0.247, 0.2435, 0.2616];
+
+/** Samples with a uint8 [H, W, 3] image and an integer label. */
+export type ImageDataset = data.Dataset;
+
+export interface DataSetup {
+  train: ImageDataset;
+  val: ImageDataset;
+  numClasses: number;
+  imageSize: number;
+  mean: number[];
+  std: number[];
+  /** Augment whole batches in the main thread (fixed-size datasets); else the workers do it. */
+  batchAugment: boolean;
+}
+
+/** Builds the training and validation datasets the config names. */
+export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
+  const S = imageSizeOf(c);
+  switch (c.dataset) {
+    case 'shapes':
+      return {
+        train: new data.Shapes({ split: 'train', size: c.trainSize, imageSize: S }),
+        val: new data.Shapes({ split: 'val', size: c.valSize, imageSize: S }),
+        numClasses: data.SHAPES_CLASSES.length,
+        imageSize: S,
+        mean: data.SHAPES_MEAN,
+        std: data.SHAPES_STD,
+        batchAugment: true,
+      };
+    case 'fake': {
+      const numClasses = c.numClasses ?? 1000;
+      const imageSize: [number, number, number] = [3, S, S];
+      return {
+        train: new data.FakeData({ size: c.trainSize ?? 1280, imageSize, numClasses, seed: 0 }),
+        val: new data.FakeData({ size: c.valSize ?? 256, imageSize, numClasses, seed: 1 }),
+        numClasses,
+        imageSize: S,
+        mean: IMAGENET_MEAN,
+        std: IMAGENET_STD,
+        batchAugment: true,
+      };
+    }
+    case 'cifar10':
+    case 'cifar100': {
+      const C = c.dataset === 'cifar10' ? data.CIFAR10 : data.CIFAR100;
+      const root = c.data as string;
+      return {
+        train: await C.create({ root, train: true, download: c.download }),
+        val: await C.create({ root, train: false }),
+        numClasses: c.dataset === 'cifar10' ? 10 : 100,
+        imageSize: 32,
+        mean: CIFAR_MEAN,
+        std: CIFAR_STD,
+        batchAugment: true,
+      };
+    }
+    case 'imagefolder': {
+      const root = c.data as string;
+      // torchvision's ImageNet recipe: RandomResizedCrop + flip to train, resize to
+      // S / 0.875 and center-crop S to validate.
+      const evalTransform = new data.Compose([
+        new data.Resize(Math.round(S / 0.875)),
+        new data.CenterCrop(S),
+      ]);
+      const train = new data.ImageFolder({
+        root: join(root, 'train'),
+        transform: c.augment
+          ? new data.Compose([new data.RandomResizedCrop(S), new data.RandomHorizontalFlip()])
+          : evalTransform,
+      });
+      const val = new data.ImageFolder({ root: join(root, 'val'), transform: evalTransform });
+      if (val.classes.join('\n') !== train.classes.join('\n')) {
+        throw new data.DataError(
+          `imagefolder: ${join(root, 'val')} has classes [${val.classes.slice(0, 5).join(', ')}...] but ` +
+            `${join(root, 'train')} has [${train.classes.slice(0, 5).join(', ')}...]; they must be the same folders`,
+          join(root, 'val'),
+        );
+      }
+      return {
+        train,
+        val,
+        numClasses: train.classes.length,
+        imageSize: S,
+        mean: IMAGENET_MEAN,
+        std: IMAGENET_STD,
+        batchAugment: false,
+      };
+    }
+  }
+}
+
+/**
+ * A DistributedSampler that can start an epoch part-way (resume mid-epoch): it skips the
+ * first `skip` indices of this rank's epoch order.
+ */
+export class ResumableSampler implements data.Sampler {
+  skip = 0;
+  constructor(readonly inner: data.DistributedSampler) {}
+  get length(): number {
+    return Math.max(0, this.inner.length - this.skip);
+  }
+  setEpoch(epoch: number): void {
+    this.inner.setEpoch(epoch);
+  }
+  *[Symbol.iterator](): Iterator<number> {
+    let i = 0;
+    for (const x of this.inner) if (i++ >= this.skip) yield x;
+  }
+}
+
+export interface Loaders {
+  train: data.DataLoader;
+  sampler: ResumableSampler;
+  val: data.DataLoader;
+  /** Micro-batches per epoch on each rank. */
+  batchesPerEpoch: number;
+}
+
+export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, worldSize: number): Loaders {
+  const sampler = new ResumableSampler(
+    new data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, shuffle: true, seed: c.seed }),
+  );
+  const loading = {
+    numWorkers: c.workers,
+    prefetchFactor: c.prefetch,
+    persistentWorkers: c.persistentWorkers && c.workers > 0,
+    pinMemory: c.pinMemory,
+  };
+  // dropLast: every step sees full batches on every rank (same loss scale, no ragged DDP step).
+  const train = new data.DataLoader(setup.train, {
+    ...loading,
+    batchSize: c.batchSize,
+    sampler,
+    dropLast: true,
+    seed: c.seed,
+  });
+  const batchesPerEpoch = Math.floor(sampler.inner.length / c.batchSize);
+  if (batchesPerEpoch < c.gradAccum) {
+    throw new RangeError(
+      `each rank gets ${sampler.inner.length} training samples per epoch: fewer than one step of ` +
+        `${c.gradAccum} x ${c.batchSize} (grad-accum x batch-size); use a smaller batch or more data`,
+    );
+  }
+  // No padding for validation: each sample is evaluated on exactly one rank.
+  const val = new data.DataLoader(setup.val, {
+    ...loading,
+    persistentWorkers: false,
+    batchSize: c.evalBatchSize ?? 2 * c.batchSize,
+    sampler: new data.DistributedEvalSampler(setup.val, { numReplicas: worldSize, rank }),
+  });
+  return { train, sampler, val, batchesPerEpoch };
+}
+
+/**
+ * Seeds a generator for one batch's augmentations from (seed, epoch, batch index, rank),
+ * so the draws do not depend on what ran before (resume gives the same batches).
+ */
+export function seedBatchGenerator(
+  g: t.Generator,
+  seed: number,
+  epoch: number,
+  batch: number,
+  rank: number,
+): t.Generator {
+  const M = (1n << 61n) - 1n;
+  let h = BigInt(seed) & M;
+  for (const v of [epoch, batch, rank]) h = (h * 1_000_003n + BigInt(v) + 0x9e3779b9n) % M;
+  return g.manualSeed(h);
+}
+
+export interface PrepareOptions {
+  /** Apply the training augmentations (when the batch augments). */
+  augment: boolean;
+  generator?: t.Generator;
+  channelsLast: boolean;
+}
+
+/** uint8 [B, H, W, C] images -> normalized float32 [B, C, H, W] (augmented, channels-last as asked). */
+export function prepareImages(image: t.Tensor, setup: DataSetup, opts: PrepareOptions): t.Tensor {
+  return t.tidy(() => {
+    let x = data.toTensorBatch(image);
+    if (opts.augment && setup.batchAugment) {
+      // CIFAR's classic augmentation: pad 4 (an eighth of the side), random crop, flip.
+      const padding = Math.max(1, Math.round(setup.imageSize / 8));
+      x = data.randomCropBatch(x, setup.imageSize, { padding, generator: opts.generator });
+      x = data.randomHorizontalFlipBatch(x, { generator: opts.generator });
+    }
+    x = data.normalizeBatch(x, setup.mean, setup.std);
+    return opts.channelsLast ? x.contiguous('channelsLast') : x;
+  });
+}

@@ -1,0 +1,88 @@
+// Distributed evaluation: each rank evaluates its share of the validation set (a
+// DistributedEvalSampler: no padding, so every sample is counted exactly once), then
+// the sums — loss, top-1 and top-5 hits, sample count — are all-reduced. The inner
+// module is called, not the DDP wrapper: ranks may have different batch counts, and
+// DDP's forward would run collectives.
+import { autocast } from '../amp/index.ts';
+import * as t from '../core/index.ts';
+import type { DataLoader } from '../data/index.ts';
+import { allReduce, type ProcessGroup } from '../distributed/index.ts';
+import type { Module } from '../nn/index.ts';
+
+export interface EvalResult {
+  /** Mean cross-entropy over all validation samples (no label smoothing). */
+  loss: number;
+  top1: number;
+  top5: number;
+  /** Samples evaluated across all ranks. */
+  count: number;
+  /** Samples this rank evaluated. */
+  localCount: number;
+}
+
+export interface EvaluateOptions {
+  /** uint8 [B, H, W, C] images to the model's input. */
+  prepare: (image: t.Tensor) => t.Tensor;
+  /** Autocast dtype, or null for full precision. */
+  amp: 'bfloat16' | 'float16' | null;
+  deviceType?: 'cpu' | 'cuda';
+  device?: string;
+  /** Sum across this group (null: one process). */
+  group: ProcessGroup | null;
+}
+
+export async function evaluate(
+  model: Module,
+  loader: DataLoader,
+  opts: EvaluateOptions,
+): Promise<EvalResult> {
+  const wasTraining = model.training;
+  model.eval();
+  // [loss sum, top-1 hits, top-5 hits, count]: float64 sums are exact for counts.
+  const sums = [0, 0, 0, 0];
+  try {
+    await t.noGradAsync(async () => {
+      for await (using batch of loader) {
+        using _ = t.scope();
+        let x = opts.prepare(batch.image);
+        let y = batch.label;
+        if (opts.device !== undefined && opts.device !== 'cpu') {
+          x = x.to(opts.device);
+          y = y.to(opts.device);
+        }
+        const forward = () => model.forward(x) as t.Tensor;
+        const logits = (
+          opts.amp === null
+            ? forward()
+            : autocast({ deviceType: opts.deviceType ?? 'cpu', dtype: opts.amp }, forward)
+        ).to('float32');
+        const k = Math.min(5, logits.shape[1]);
+        const [, top] = t.topk(logits, k, 1);
+        const hits = top.eq(y.view([-1, 1]));
+        sums[0] += t.crossEntropy(logits, y, { reduction: 'sum' }).item();
+        sums[1] += hits.narrow(1, 0, 1).sum().item();
+        sums[2] += hits.sum().item();
+        sums[3] += y.shape[0];
+      }
+    });
+  } finally {
+    if (wasTraining) model.train();
+  }
+  const localCount = sums[3];
+  let total = sums;
+  if (opts.group !== null && opts.group.size > 1) {
+    total = await t.tidyAsync(async () => {
+      const buf = t.tensor(Float64Array.from(sums), { dtype: 'float64' });
+      await allReduce(buf, 'sum', { group: opts.group as ProcessGroup });
+      return Array.from(buf.toTypedArray() as Float64Array);
+    });
+  }
+  const n = total[3];
+  return {
+    loss: n > 0 ? total[0] / n : Number.NaN,
+    top1: n > 0 ? total[1] / n : Number.NaN,
+    top5: n > 0 ? total[2] / n : Number.NaN,
+    count: n,
+    localCount,
+  };
+}

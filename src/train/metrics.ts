@@ -1,0 +1,140 @@
+// Training metrics as JSON lines. Each rank appends its own records to
+// `<metricsFile>.rank<N>` as it goes (no collective per step, and nothing is lost when a
+// run dies); at the end of the run rank 0 merges all ranks' files into `<metricsFile>`,
+// ordered by step and rank. A resumed run appends a `resume` marker: records of the
+// interrupted attempt after the resumed step are dropped by the merge, so the merged
+// file describes the run that actually produced the final model. (The rank files must
+// be visible to rank 0: one node, or a shared file system.)
+import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+
+/** One optimizer step on one rank. Times in ms; rates in images/s. */
+export interface StepRecord {
+  type: 'step';
+  rank: number;
+  epoch: number;
+  step: number;
+  loss: number;
+  /** Top-1 accuracy on this rank's training batches of the step. */
+  acc: number;
+  lr: number;
+  /** Images this rank processed in the step (batch x accumulation). */
+  images: number;
+  imagesPerSec: number;
+  /** Waiting for the data loader. */
+  dataMs: number;
+  forwardMs: number;
+  /** Backward, including waiting for the last gradient all-reduce. */
+  backwardMs: number;
+  optimizerMs: number;
+  stepMs: number;
+  /** From DistributedDataParallel.stats() (c10d::Logger averages): all-reduce time and its overlap with backward. */
+  commMs?: number;
+  overlapMs?: number;
+  /** Live tensors after the step: flat in a healthy loop. */
+  liveTensors: number;
+  time: number;
+}
+
+export interface EvalRecord {
+  type: 'eval';
+  rank: number;
+  epoch: number;
+  step: number;
+  /** Across all ranks. */
+  loss: number;
+  top1: number;
+  top5: number;
+  count: number;
+  /** Validation samples this rank evaluated. */
+  localCount: number;
+  time: number;
+}
+
+export interface ResumeRecord {
+  type: 'resume';
+  rank: number;
+  step: number;
+  epoch: number;
+  checkpoint: string;
+  time: number;
+}
+
+export interface SummaryRecord {
+  type: 'summary';
+  rank: number;
+  step: number;
+  worldSize: number;
+  steps: number;
+  wallSec: number;
+  imagesPerSec: number;
+  time: number;
+}
+
+export type MetricRecord = StepRecord | EvalRecord | ResumeRecord | SummaryRecord;
+
+export function rankFile(path: string, rank: number): string {
+  return `${path}.rank${rank}`;
+}
+
+/** Appends one rank's records to its rank file. */
+export class MetricsWriter {
+  readonly file: string | null;
+
+  /** `fresh`: start the rank file anew (a run that does not resume). */
+  constructor(
+    path: string | undefined,
+    readonly rank: number,
+    fresh: boolean,
+  ) {
+    this.file = path === undefined ? null : rankFile(path, rank);
+    if (this.file !== null && fresh) rmSync(this.file, { force: true });
+  }
+
+  write(record: MetricRecord): void {
+    if (this.file !== null) appendFileSync(this.file, `${JSON.stringify(record)}\n`);
+  }
+}
+
+const TYPE_ORDER: Record<string, number> = { resume: 0, step: 1, eval: 2, summary: 3 };
+
+/** Reads JSON lines, skipping a torn last line (a rank killed mid-write). */
+export function readJsonLines(file: string): MetricRecord[] {
+  const out: MetricRecord[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      out.push(JSON.parse(line) as MetricRecord);
+    } catch {
+      // An interrupted append; the run that resumed rewrote that step.
+    }
+  }
+  return out;
+}
+
+/** The records of one rank file, without those a later resume superseded. */
+export function effectiveRecords(records: MetricRecord[]): MetricRecord[] {
+  let kept: MetricRecord[] = [];
+  for (const r of records) {
+    if (r.type === 'resume') kept = kept.filter((k) => k.step <= r.step && k.type !== 'summary');
+    kept.push(r);
+  }
+  return kept;
+}
+
+/**
+ * Merges `<path>.rank0..N-1` into `<path>` (written to a temp file, then renamed), sorted
+ * by step, then record type, then rank. Returns the number of records written.
+ */
+export function mergeMetrics(path: string, worldSize: number, extra: MetricRecord[] = []): number {
+  const all: MetricRecord[] = [];
+  for (let r = 0; r < worldSize; r++) {
+    const f = rankFile(path, r);
+    if (existsSync(f)) all.push(...effectiveRecords(readJsonLines(f)));
+  }
+  all.push(...extra);
+  all.sort((a, b) => a.step - b.step || TYPE_ORDER[a.type] - TYPE_ORDER[b.type] || a.rank - b.rank);
+  const tmp = `${path}.tmp${process.pid}`;
+  writeFileSync(tmp, all.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  renameSync(tmp, path);
+  return all.length;
+}

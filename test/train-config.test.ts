@@ -1,0 +1,206 @@
+// `tsddp train` options: the schema's defaults (the classic recipe), the linear scaling
+// rule, flag parsing, config files, and errors that name the option and its allowed values.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  ConfigError,
+  flagOf,
+  OPTIONS,
+  parseConfig,
+  parseTrainArgs,
+  resolveLr,
+  resolveStem,
+  resolveWarmupEpochs,
+  trainHelp,
+} from '../src/train/index.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-config-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, `expected a ConfigError, got ${(e as Error).stack}`);
+    return e.problems;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+test('defaults are the classic ResNet-50 DDP recipe', () => {
+  const c = parseConfig({});
+  assert.equal(c.model, 'resnet50');
+  assert.equal(c.momentum, 0.9);
+  assert.equal(c.weightDecay, 1e-4);
+  assert.equal(c.schedule, 'cosine');
+  assert.equal(c.epochs, 90);
+  assert.equal(resolveWarmupEpochs(c), 5);
+  assert.equal(resolveWarmupEpochs({ ...c, epochs: 20 }), 2); // at most a tenth of a short run
+  assert.equal(resolveWarmupEpochs({ ...c, epochs: 20, warmupEpochs: 4 }), 4);
+  assert.equal(c.bucketCapMb, 25);
+  assert.equal(c.amp, 'off');
+  assert.equal(c.gradAccum, 1);
+  assert.equal(c.resume, 'none');
+  assert.equal(c.lr, undefined);
+  // Linear scaling rule: 0.1 per 256 images of global batch.
+  assert.equal(resolveLr(c, 8), 0.1); // 8 ranks x 32 = 256
+  assert.equal(resolveLr({ ...c, batchSize: 64, gradAccum: 2 }, 4), 0.2); // 512 images
+  assert.equal(resolveLr({ ...c, lr: 0.05 }, 8), 0.05); // absolute wins
+  assert.equal(resolveLr({ ...c, baseLr: 0.2, baseBatch: 512 }, 8), 0.1);
+  assert.equal(resolveStem(c), 'cifar'); // Shapes 32x32
+  assert.equal(resolveStem({ ...c, dataset: 'fake' }), 'imagenet'); // 224x224
+});
+
+test('every option has the kebab-case flag torchrun users expect', () => {
+  for (const [name, flag] of [
+    ['batchSize', '--batch-size'],
+    ['gradAccum', '--grad-accum'],
+    ['bucketCapMb', '--bucket-cap-mb'],
+    ['checkpointDir', '--checkpoint-dir'],
+    ['checkpointEvery', '--checkpoint-every'],
+    ['metricsFile', '--metrics-file'],
+    ['gradientAsBucketView', '--gradient-as-bucket-view'],
+  ]) {
+    assert.ok(name in OPTIONS, name);
+    assert.equal(flagOf(name), flag);
+  }
+  const help = trainHelp();
+  for (const f of [
+    '--data',
+    '--model',
+    '--stem',
+    '--epochs',
+    '--lr',
+    '--amp',
+    '--resume',
+    '--dashboard',
+    '--nproc-per-node',
+    '--max-restarts',
+  ]) {
+    assert.ok(help.includes(f), `--help lists ${f}`);
+  }
+});
+
+test('an invalid value names the option, its flag and the allowed values', () => {
+  const [amp] = problems(() => parseConfig({ amp: 'fp8' }));
+  assert.match(amp, /'fp8'/);
+  assert.match(amp, /option amp \(--amp\)/);
+  assert.match(amp, /allowed: one of off, bf16, fp16/);
+  const [model] = problems(() => parseConfig({ model: 'resnet99' }));
+  assert.match(model, /--model.*one of resnet18, resnet34, resnet50, resnet101, resnet152/);
+  const [epochs] = problems(() => parseConfig({ epochs: 0 }));
+  assert.match(epochs, /option epochs \(--epochs\); allowed: an integer >= 1/);
+  const [smooth] = problems(() => parseConfig({ labelSmoothing: 1 }));
+  assert.match(smooth, /--label-smoothing.*a number >= 0 and < 1/);
+  const [data] = problems(() => parseConfig({ dataset: 'imagefolder' }));
+  assert.match(data, /missing option data \(--data\): dataset imagefolder needs a data folder/);
+  const [warm] = problems(() => parseConfig({ epochs: 3, warmupEpochs: 3 }));
+  assert.match(warm, /--warmup-epochs\): warm-up \(3 epochs\) must be shorter than the run \(3 epochs\)/);
+  const [resume] = problems(() => parseConfig({ resume: 'auto' }));
+  assert.match(resume, /--resume.*needs a checkpoint folder/);
+  // Every problem at once.
+  assert.equal(problems(() => parseConfig({ amp: 'x', schedule: 'linear', workers: -1 })).length, 3);
+});
+
+test('an unknown option is named, with a suggestion and the allowed options', () => {
+  const p = problems(() => parseTrainArgs(['--bach-size', '8', '--frobnicate', '--epochs', 'x']));
+  assert.match(p[0], /unknown option --bach-size \(did you mean --batch-size\?\)/);
+  assert.match(p[1], /unknown option --frobnicate$/);
+  assert.match(p[2], /invalid value 'x' for option epochs \(--epochs\); allowed: an integer >= 1/);
+  assert.match(p[3], /^allowed options: --model, --stem, .*--batch-size.*--nproc-per-node/);
+  const q = problems(() => parseConfig({ ampp: 'bf16' }));
+  assert.match(q[0], /unknown option 'ampp' \(did you mean amp\?\)/);
+  assert.match(q[1], /^allowed options: model, stem/);
+});
+
+test('flags: values, =, booleans, --no-, launcher flags kept apart', () => {
+  const a = parseTrainArgs([
+    '--model',
+    'resnet18',
+    '--lr=0.2',
+    '--batch-size',
+    '64',
+    '--channels-last',
+    '--no-pin-memory',
+    '--static-graph',
+    'false',
+    '--amp',
+    'bf16',
+    '--nproc-per-node',
+    '2',
+    '--standalone',
+    '--max-restarts=3',
+    '--weight-decay',
+    '5e-4',
+  ]);
+  assert.equal(a.config.model, 'resnet18');
+  assert.equal(a.config.lr, 0.2);
+  assert.equal(a.config.batchSize, 64);
+  assert.equal(a.config.channelsLast, true);
+  assert.equal(a.config.pinMemory, false);
+  assert.equal(a.config.staticGraph, false);
+  assert.equal(a.config.amp, 'bf16');
+  assert.equal(a.config.weightDecay, 5e-4);
+  assert.deepEqual(a.launch, { nprocPerNode: '2', standalone: true, maxRestarts: '3' });
+  // Workers get the options without the launcher's flags.
+  assert.deepEqual(a.workerArgv, [
+    '--model',
+    'resnet18',
+    '--lr=0.2',
+    '--batch-size',
+    '64',
+    '--channels-last',
+    '--no-pin-memory',
+    '--static-graph',
+    'false',
+    '--amp',
+    'bf16',
+    '--weight-decay',
+    '5e-4',
+  ]);
+  assert.match(
+    problems(() => parseTrainArgs(['--epochs']))[0],
+    /option --epochs needs a value \(an integer >= 1\)/,
+  );
+});
+
+test('a JSON config file (camelCase or kebab-case keys), overridden by flags; YAML refused clearly', () => {
+  const file = join(tmp, 'c.json');
+  writeFileSync(file, JSON.stringify({ model: 'resnet34', 'batch-size': 16, epochs: 7, nprocPerNode: 4 }));
+  const a = parseTrainArgs(['--config', file, '--epochs', '3']);
+  assert.equal(a.config.model, 'resnet34');
+  assert.equal(a.config.batchSize, 16);
+  assert.equal(a.config.epochs, 3);
+  assert.equal(a.launch.nprocPerNode, '4');
+  writeFileSync(file, JSON.stringify({ amp: 'fp32' }));
+  assert.match(problems(() => parseTrainArgs(['--config', file]))[0], /'fp32' for option amp \(--amp\)/);
+  writeFileSync(join(tmp, 'c.yaml'), 'model: resnet18\n');
+  assert.match(problems(() => parseTrainArgs(['--config', join(tmp, 'c.yaml')]))[0], /YAML is not supported/);
+  writeFileSync(file, '{ "model": ');
+  assert.match(problems(() => parseTrainArgs(['--config', file]))[0], /not valid JSON/);
+});
+
+test('tsddp train exits 2 with the message for a bad option', () => {
+  let err: { status?: number; stderr?: string } = {};
+  try {
+    execFileSync(process.execPath, ['bin/tsddp.mjs', 'train', '--amp', 'fp8'], {
+      cwd: root,
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
+  } catch (e) {
+    err = e as typeof err;
+  }
+  assert.equal(err.status, 2);
+  assert.match(
+    String(err.stderr),
+    /invalid value 'fp8' for option amp \(--amp\); allowed: one of off, bf16, fp16/,
+  );
+});

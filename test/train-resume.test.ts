@@ -1,0 +1,174 @@
+// Crashes under the launcher (RELIABILITY 2 for the recipe): a worker SIGKILLed mid-run
+// with --max-restarts 1 makes tsrun restart the gang; the restarted workers resume from
+// the last checkpoint on their own, so the crash costs only the steps since that
+// checkpoint and the result equals an uninterrupted run's bitwise. Also: `tsddp train
+// --nproc-per-node` launches its own workers and merges their metrics.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import {
+  readJsonLines,
+  type StepRecord,
+  type TrainConfigInput,
+  type TrainResult,
+} from '../src/train/index.ts';
+import { ROOT } from './workers/train-spawn.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-resume-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+const stepRecords = (file: string) => readJsonLines(file).filter((r): r is StepRecord => r.type === 'step');
+
+/** Runs `tsddp <args>` to the end; kills it after `timeoutMs`. */
+function tsddp(args: string[], timeoutMs = 90_000): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/tsddp.mjs', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => {
+      out += b;
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      out += b;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+function config(name: string): TrainConfigInput {
+  return {
+    model: 'resnet18',
+    widthMultiplier: 0.125,
+    imageSize: 16,
+    trainSize: 64, // 2 ranks x 32 samples = 8 batches = 4 steps of 2 micro-batches per epoch
+    valSize: 10,
+    batchSize: 4,
+    gradAccum: 2,
+    epochs: 3,
+    lr: 0.05,
+    warmupEpochs: 1,
+    amp: 'bf16',
+    workers: 1,
+    evalEvery: 0,
+    checkpointDir: join(tmp, name),
+    checkpointEvery: 5,
+    metricsFile: join(tmp, `${name}.jsonl`),
+  };
+}
+
+async function launch(name: string, job: object, maxRestarts: number) {
+  const jobFile = join(tmp, `${name}.json`);
+  writeFileSync(jobFile, JSON.stringify(job));
+  return tsddp([
+    'run',
+    '--nproc-per-node',
+    '2',
+    '--master-port',
+    '0',
+    '--max-restarts',
+    String(maxRestarts),
+    'test/workers/train-worker.ts',
+    jobFile,
+  ]);
+}
+
+test('a worker killed mid-run under tsrun --max-restarts 1 costs only the steps since the last checkpoint', async () => {
+  const whole = config('whole');
+  const u = await launch('whole', { config: whole }, 0);
+  assert.equal(u.code, 0, u.out);
+
+  // Rank 1 is SIGKILLed after step 7 of the first attempt; the last checkpoint is step 5.
+  const crashed = config('crashed');
+  const c = await launch(
+    'crashed',
+    { config: crashed, crash: { atStep: 7, ranks: [1], attempt: 0 }, result: join(tmp, 'crashed-res') },
+    1,
+  );
+  assert.equal(c.code, 0, c.out);
+  assert.match(c.out, /SIGKILL/, 'the launcher reports the killed worker');
+  const res = [0, 1].map(
+    (r) => JSON.parse(readFileSync(join(tmp, `crashed-res.rank${r}`), 'utf8')) as TrainResult,
+  );
+  for (const r of res) {
+    assert.equal(r.startStep, 5, 'the restarted gang resumed from the step-5 checkpoint');
+    assert.equal(r.resumedFrom, join(tmp, 'crashed', 'ckpt-000005'));
+    assert.equal(r.steps, 12);
+  }
+
+  // Same steps, same losses on every rank, the same final model and optimizer state.
+  const su = stepRecords(whole.metricsFile as string);
+  const sc = stepRecords(crashed.metricsFile as string);
+  assert.equal(su.length, 24);
+  assert.deepEqual(
+    sc.map((s) => [s.step, s.rank, s.loss, s.lr]),
+    su.map((s) => [s.step, s.rank, s.loss, s.lr]),
+  );
+  for (const f of ['model.safetensors', 'optimizer.safetensors']) {
+    assert.equal(sha(join(tmp, 'crashed', 'ckpt-000012', f)), sha(join(tmp, 'whole', 'ckpt-000012', f)), f);
+  }
+});
+
+test('tsddp train --nproc-per-node 2 launches the workers and merges their metrics', async () => {
+  const metrics = join(tmp, 'cli.jsonl');
+  const r = await tsddp([
+    'train',
+    '--nproc-per-node',
+    '2',
+    '--master-port',
+    '0',
+    '--model',
+    'resnet18',
+    '--width-multiplier',
+    '0.125',
+    '--image-size',
+    '16',
+    '--train-size',
+    '32',
+    '--val-size',
+    '10',
+    '--batch-size',
+    '4',
+    '--epochs',
+    '2',
+    '--max-steps',
+    '6',
+    '--workers',
+    '1',
+    '--metrics-file',
+    metrics,
+    // More of the recipe's switches, on the real path.
+    '--channels-last',
+    '--comm-hook',
+    'fp16',
+    '--amp',
+    'bf16',
+    '--schedule',
+    'step',
+    '--step-epochs',
+    '1',
+    '--label-smoothing',
+    '0.1',
+    '--nesterov',
+  ]);
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /world 2 x batch 4 x accum 1 = 8 images\/step/);
+  assert.match(r.out, /eval after epoch 1 \(step 4\).*\(10 images\)/);
+  const recs = readJsonLines(metrics);
+  const steps = recs.filter((x) => x.type === 'step');
+  assert.deepEqual(
+    steps.map((s) => `${s.step}:${s.rank}`),
+    [1, 2, 3, 4, 5, 6].flatMap((s) => [`${s}:0`, `${s}:1`]),
+  );
+  assert.equal(recs.filter((x) => x.type === 'eval').length, 4); // after epoch 1 and at the stop, on both ranks
+});
