@@ -1,0 +1,90 @@
+// `tsddp run` (alias `tsrun`): the torchrun-compatible launcher's command line. Everything
+// after the script path goes to the script untouched.
+import { Command, Option } from 'commander';
+import { cuda } from '../core/runtime.ts';
+import { launch } from '../launch/agent.ts';
+import { LaunchConfigError, type RawLaunchOptions, resolveLaunchConfig } from '../launch/options.ts';
+
+// [flag, value placeholder (or null for a switch), help]
+const FLAGS: [string, string | null, string][] = [
+  [
+    'nproc-per-node',
+    '<n>',
+    "workers on this node: a number, 'cpu' (one per core), 'gpu' or 'auto' (default 1)",
+  ],
+  ['nnodes', '<n>', 'number of nodes (a fixed count, or N:N) (default 1)'],
+  ['node-rank', '<r>', "this node's rank, 0..nnodes-1 (default 0)"],
+  [
+    'master-addr',
+    '<addr>',
+    'address of node 0, where its launcher serves the rendezvous store (default 127.0.0.1)',
+  ],
+  [
+    'master-port',
+    '<port>',
+    'port of the rendezvous store; 0 picks a free port (single node) (default 29500)',
+  ],
+  ['standalone', null, 'single node, rendezvous on loopback at a free port, a random run id'],
+  ['max-restarts', '<n>', 'restarts of the whole worker gang after a failure (default 0)'],
+  ['monitor-interval', '<s>', 'seconds between checks for other nodes’ failures (default 0.1)'],
+  ['log-dir', '<dir>', 'write per-rank logs to <dir>/<run-id>/attempt_<k>/rank_<r>/{stdout,stderr}.log'],
+  [
+    'tee',
+    '<sel>',
+    'streams written to log files and the console: 0 none, 1 stdout, 2 stderr, 3 both, or "0:1,1:2" per local rank',
+  ],
+  ['redirects', '<sel>', 'streams written to log files only (not the console); same format as --tee'],
+  ['run-id', '<id>', "job id shared by all nodes (default 'none'; random with --standalone)"],
+  ['rdzv-timeout', '<s>', 'seconds to wait for all nodes to join (and to finish) (default 600)'],
+  ['term-timeout', '<s>', 'seconds between SIGTERM and SIGKILL when stopping workers (default 10)'],
+];
+
+const camel = (flag: string) => flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+
+/** Builds the command; `name` is 'run' under `tsddp`, 'tsrun' as its own program. */
+export function runCommand(name = 'run'): Command {
+  const cmd = new Command(name)
+    .description('launch a TypeScript or JavaScript training script on N worker processes (like torchrun)')
+    .usage('[options] <script> [script args...]')
+    .argument('<script>', 'the entry file (.ts runs through tsx, .js/.mjs with plain node)')
+    .argument('[args...]', 'arguments passed to the script')
+    .passThroughOptions()
+    .action(runAction);
+  for (const [flag, value, help] of FLAGS) {
+    cmd.option(`--${flag}${value ? ` ${value}` : ''}`, help);
+    // torchrun also accepts underscores (--nproc_per_node).
+    if (flag.includes('-'))
+      cmd.addOption(new Option(`--${flag.replaceAll('-', '_')}${value ? ` ${value}` : ''}`).hideHelp());
+  }
+  return cmd;
+}
+
+/** Adds `run` to the `tsddp` program (its options must stop at the subcommand). */
+export function registerRunCommand(program: Command): void {
+  program.enablePositionalOptions();
+  program.addCommand(runCommand());
+}
+
+function rawOptions(opts: Record<string, string | boolean | undefined>): RawLaunchOptions {
+  const raw: Record<string, string | boolean | undefined> = {};
+  for (const [flag] of FLAGS) {
+    raw[camel(flag)] = opts[camel(flag)] ?? opts[flag.replaceAll('-', '_')];
+  }
+  return raw as RawLaunchOptions;
+}
+
+async function runAction(
+  script: string,
+  args: string[],
+  opts: Record<string, string | boolean | undefined>,
+): Promise<void> {
+  let cfg: ReturnType<typeof resolveLaunchConfig>;
+  try {
+    cfg = resolveLaunchConfig(script, args, rawOptions(opts), process.env, () => cuda.deviceCount());
+  } catch (e) {
+    if (!(e instanceof LaunchConfigError)) throw e;
+    process.stderr.write(`tsrun: error: ${e.message}\n`);
+    process.exit(2);
+  }
+  process.exit(await launch(cfg));
+}

@@ -1,0 +1,331 @@
+// The launcher's agent, like torchelastic's LocalElasticAgent with static rendezvous: join
+// the rendezvous, start the local workers, watch them, and on a failure stop and restart
+// the whole gang (up to --max-restarts), or stop everything and report who failed first.
+import { constants as osConstants } from 'node:os';
+import { join } from 'node:path';
+import type { Store } from '../distributed/store.ts';
+import { glooHostnameFor } from './network.ts';
+import type { LaunchConfig } from './options.ts';
+import { isTypeScript } from './options.ts';
+import { connectStore, hostStore, Rendezvous } from './rendezvous.ts';
+import { guardImportUrl, LAUNCHER_PID_ENV } from './worker-guard.ts';
+import { describeExit, isSuccess, type WorkerExit, WorkerProcess } from './worker-process.ts';
+
+type Outcome =
+  | { kind: 'succeeded' }
+  | { kind: 'failed'; worker: WorkerProcess; exit: WorkerExit }
+  | { kind: 'remote' }
+  | { kind: 'storeLost'; error: string }
+  | { kind: 'signal'; signal: NodeJS.Signals };
+
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+// After the grace period and SIGKILL, how long to wait for the kernel to report the exits.
+const KILL_WAIT_MS = 5000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+function log(msg: string): void {
+  process.stderr.write(`tsrun: ${msg}\n`);
+}
+
+function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (osConstants.signals[signal] ?? 15);
+}
+
+/** The `--import` that makes Node run TypeScript, resolved from this package (not the cwd). */
+function tsxImport(): string {
+  return import.meta.resolve('tsx');
+}
+
+export class Agent {
+  private workers: WorkerProcess[] = [];
+  private stopSignal: NodeJS.Signals | null = null;
+  private glooHostname: string | undefined;
+  private onSignal: ((s: NodeJS.Signals) => void) | null = null;
+  private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
+  private readonly killOnExit = () => this.killAll();
+
+  constructor(private readonly cfg: LaunchConfig) {}
+
+  /** Runs the job to the end; resolves with the launcher's exit code. */
+  async run(): Promise<number> {
+    this.installSignals();
+    let store: Store | null = null;
+    try {
+      const { cfg } = this;
+      store =
+        cfg.nodeRank === 0
+          ? hostStore(cfg.masterAddr, cfg.masterPort)
+          : await connectStore(cfg.masterAddr, cfg.masterPort, cfg.rdzvTimeoutMs, () => this.stopped());
+      const port = cfg.nodeRank === 0 ? store.port : cfg.masterPort;
+      const rdzv = new Rendezvous(store, {
+        masterAddr: cfg.masterAddr,
+        masterPort: port,
+        nnodes: cfg.nnodes,
+        nodeRank: cfg.nodeRank,
+        runId: cfg.runId,
+        timeoutMs: cfg.rdzvTimeoutMs,
+      });
+      this.announce(port);
+      this.glooHostname = await glooHostnameFor(cfg.masterAddr, port, cfg.nnodes);
+      if (this.glooHostname)
+        log(
+          `workers bind Gloo to ${this.glooHostname} (the address that reaches ${cfg.masterAddr}; set TSDDP_GLOO_HOSTNAME to override)`,
+        );
+      return await this.attempts(rdzv, port);
+    } catch (e) {
+      if (this.stopSignal) return signalExitCode(this.stopSignal);
+      // Rendezvous and store failures carry their explanation; TSRUN_DEBUG=1 adds the stack.
+      const msg = e instanceof Error ? e.message : String(e);
+      log(`error: ${process.env.TSRUN_DEBUG === '1' && e instanceof Error ? e.stack : msg}`);
+      return 1;
+    } finally {
+      await this.stopWorkers('SIGTERM');
+      store?.close();
+      this.removeSignals();
+    }
+  }
+
+  private stopped(): boolean {
+    return this.stopSignal !== null;
+  }
+
+  private announce(port: number): void {
+    const { cfg } = this;
+    if (cfg.ompNumThreads !== undefined) {
+      log(
+        `OMP_NUM_THREADS is not set: using ${cfg.ompNumThreads} per worker ` +
+          `(cores / ${cfg.nprocPerNode} local workers); set it to override`,
+      );
+    }
+    log(
+      `run id ${cfg.runId}: node ${cfg.nodeRank} of ${cfg.nnodes}, ${cfg.nprocPerNode} worker(s) here, ` +
+        `world size ${cfg.nnodes * cfg.nprocPerNode}; rendezvous store on ${cfg.masterAddr}:${port}` +
+        (cfg.logDir ? `; logs in ${join(cfg.logDir, cfg.runId)}` : ''),
+    );
+  }
+
+  private async attempts(rdzv: Rendezvous, port: number): Promise<number> {
+    const { cfg } = this;
+    for (let attempt = 0; ; attempt++) {
+      await rdzv.join(attempt, () => this.stopped());
+      this.spawnWorkers(attempt, port);
+      let outcome = await this.monitor(rdzv, attempt);
+      if (outcome.kind === 'succeeded') {
+        if (cfg.nnodes === 1 || (await rdzv.finish(attempt, () => this.stopped())) === 'done') {
+          log(`all ${cfg.nprocPerNode} worker(s) finished successfully`);
+          return 0;
+        }
+        outcome = { kind: 'remote' };
+      }
+      if (outcome.kind === 'signal') {
+        await this.stopWorkers(outcome.signal);
+        return signalExitCode(outcome.signal);
+      }
+      if (outcome.kind === 'failed' && cfg.nnodes > 1) {
+        // Tell the other nodes at once (before the grace period), so that the job-wide
+        // first failure is the one that happened first.
+        await outcome.worker.closed;
+        try {
+          rdzv.reportFailure(attempt, this.failureSummary(outcome.worker, outcome.exit));
+        } catch {
+          // The store is gone; the other nodes will notice that themselves.
+        }
+      }
+      await this.stopWorkers('SIGTERM');
+      let summary: string;
+      if (outcome.kind === 'failed') {
+        await outcome.worker.closed;
+        summary = this.failureSummary(outcome.worker, outcome.exit);
+        const first = cfg.nnodes > 1 ? await rdzv.firstFailure(attempt) : null;
+        if (first && first.node !== cfg.nodeRank)
+          summary = `${first.summary}\n  on this node, then: ${summary.replaceAll('\n', '\n  ')}`;
+      } else if (outcome.kind === 'remote') {
+        const report = await rdzv.firstFailure(attempt);
+        summary = report ? report.summary : 'another node reported a failure';
+      } else {
+        log(`error: lost the rendezvous store at ${rdzv.where()}: ${outcome.error}`);
+        return 1;
+      }
+      log(`attempt ${attempt} failed: ${summary.split('\n')[0]}`);
+      if (attempt < cfg.maxRestarts) {
+        log(`restarting all workers (restart ${attempt + 1} of --max-restarts ${cfg.maxRestarts})`);
+        continue;
+      }
+      try {
+        await rdzv.depart(attempt);
+      } catch {
+        // The store is gone: nobody is left to tell.
+      }
+      const restarts = cfg.maxRestarts === 0 ? 'no restarts allowed' : `after ${attempt} restart(s)`;
+      log(`job failed (${restarts}, --max-restarts ${cfg.maxRestarts}); first failure:\n${summary}`);
+      return 1;
+    }
+  }
+
+  private spawnWorkers(attempt: number, port: number): void {
+    const { cfg } = this;
+    const world = cfg.nnodes * cfg.nprocPerNode;
+    const args = [
+      ...(isTypeScript(cfg.script) ? ['--import', tsxImport()] : []),
+      '--import',
+      guardImportUrl(),
+      cfg.script,
+      ...cfg.scriptArgs,
+    ];
+    this.workers = [];
+    for (let local = 0; local < cfg.nprocPerNode; local++) {
+      const rank = cfg.nodeRank * cfg.nprocPerNode + local;
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        RANK: String(rank),
+        LOCAL_RANK: String(local),
+        WORLD_SIZE: String(world),
+        LOCAL_WORLD_SIZE: String(cfg.nprocPerNode),
+        GROUP_RANK: String(cfg.nodeRank),
+        GROUP_WORLD_SIZE: String(cfg.nnodes),
+        ROLE_NAME: 'default',
+        ROLE_RANK: String(rank),
+        ROLE_WORLD_SIZE: String(world),
+        MASTER_ADDR: cfg.masterAddr,
+        MASTER_PORT: String(port),
+        TORCHELASTIC_RESTART_COUNT: String(attempt),
+        TORCHELASTIC_MAX_RESTARTS: String(cfg.maxRestarts),
+        TORCHELASTIC_RUN_ID: cfg.runId,
+        TORCHELASTIC_USE_AGENT_STORE: 'True',
+        TSDDP_USE_AGENT_STORE: '1',
+        [LAUNCHER_PID_ENV]: String(process.pid),
+      };
+      if (cfg.ompNumThreads !== undefined) env.OMP_NUM_THREADS = String(cfg.ompNumThreads);
+      if (this.glooHostname) env.TSDDP_GLOO_HOSTNAME = this.glooHostname;
+      this.workers.push(
+        new WorkerProcess({
+          rank,
+          localRank: local,
+          command: process.execPath,
+          args,
+          env,
+          console: cfg.consoleStreams[local],
+          files: cfg.fileStreams[local],
+          logDir: cfg.logDir && join(cfg.logDir, cfg.runId, `attempt_${attempt}`, `rank_${rank}`),
+        }),
+      );
+    }
+  }
+
+  /** Waits for the first event that ends this attempt. */
+  private monitor(rdzv: Rendezvous, attempt: number): Promise<Outcome> {
+    return new Promise<Outcome>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      let done = false;
+      const finish = (o: Outcome) => {
+        if (done) return;
+        done = true;
+        clearInterval(timer);
+        this.onSignal = null;
+        resolve(o);
+      };
+      if (this.stopSignal) return finish({ kind: 'signal', signal: this.stopSignal });
+      this.onSignal = (signal) => finish({ kind: 'signal', signal });
+      let running = this.workers.length;
+      for (const worker of this.workers) {
+        void worker.exited.then((exit) => {
+          if (!isSuccess(exit)) finish({ kind: 'failed', worker, exit });
+          else if (--running === 0) finish({ kind: 'succeeded' });
+        });
+      }
+      // Other nodes' failures arrive through the store.
+      if (this.cfg.nnodes > 1) {
+        timer = setInterval(() => {
+          try {
+            if (rdzv.failed(attempt)) finish({ kind: 'remote' });
+          } catch (e) {
+            finish({ kind: 'storeLost', error: e instanceof Error ? e.message.split('\n')[0] : String(e) });
+          }
+        }, this.cfg.monitorIntervalMs);
+      }
+    });
+  }
+
+  private failureSummary(worker: WorkerProcess, exit: WorkerExit): string {
+    const lines = [
+      `rank ${worker.rank} (local rank ${worker.localRank} on node ${this.cfg.nodeRank}, pid ${worker.pid}) ${describeExit(exit)}`,
+    ];
+    for (const w of this.workers) {
+      if (w === worker || !w.exit) continue;
+      lines.push(`  then: rank ${w.rank} ${describeExit(w.exit)}`);
+    }
+    const tail = worker.stderrTail();
+    if (tail.length === 0) lines.push(`  (rank ${worker.rank} wrote nothing to stderr)`);
+    else {
+      lines.push(`  last ${tail.length} line(s) of rank ${worker.rank}'s stderr:`);
+      for (const l of tail) lines.push(`    | ${l}`);
+    }
+    return lines.join('\n');
+  }
+
+  /**
+   * Stops every local worker: the signal to each process group (with SIGCONT, so a stopped
+   * worker can act on it), SIGKILL after --term-timeout, and waits for the exits.
+   */
+  private async stopWorkers(signal: NodeJS.Signals): Promise<void> {
+    const workers = this.workers;
+    if (workers.length === 0) return;
+    const exited = () => Promise.all(workers.map((w) => w.exited));
+    if (signal !== 'SIGKILL' && workers.some((w) => !w.exit)) {
+      for (const w of workers) {
+        w.signalGroup(signal);
+        w.signalGroup('SIGCONT');
+      }
+      await Promise.race([exited(), sleep(this.cfg.termTimeoutMs)]);
+    }
+    // Always: exited workers may have left children in their group.
+    for (const w of workers) w.signalGroup('SIGKILL');
+    await Promise.race([exited(), sleep(KILL_WAIT_MS)]);
+    await Promise.all(workers.map((w) => w.closed));
+  }
+
+  private killAll(): void {
+    for (const w of this.workers) w.signalGroup('SIGKILL');
+  }
+
+  private installSignals(): void {
+    for (const sig of FORWARDED) {
+      const handler = () => this.signalled(sig);
+      this.signalHandlers.set(sig, handler);
+      process.on(sig, handler);
+    }
+    process.on('exit', this.killOnExit);
+  }
+
+  private removeSignals(): void {
+    for (const [sig, handler] of this.signalHandlers) process.off(sig, handler);
+    this.signalHandlers.clear();
+    process.off('exit', this.killOnExit);
+  }
+
+  private signalled(signal: NodeJS.Signals): void {
+    if (this.stopSignal) {
+      // A second signal: no more grace.
+      this.killAll();
+      return;
+    }
+    this.stopSignal = signal;
+    log(`received ${signal}: stopping the workers (SIGKILL after ${this.cfg.termTimeoutMs / 1000}s)`);
+    this.onSignal?.(signal);
+    // Whatever happens, the launcher ends: a last-resort deadline past the grace period.
+    setTimeout(
+      () => {
+        this.killAll();
+        log(`still stopping ${this.cfg.termTimeoutMs + KILL_WAIT_MS + 5000} ms after ${signal}: exiting`);
+        process.exit(signalExitCode(signal));
+      },
+      this.cfg.termTimeoutMs + KILL_WAIT_MS + 5000,
+    ).unref();
+  }
+}
+
+/** Runs a job as `tsrun` does; resolves with the exit code for the launcher. */
+export function launch(cfg: LaunchConfig): Promise<number> {
+  return new Agent(cfg).run();
+}

@@ -1,0 +1,207 @@
+// The launcher's configuration: torchrun's flags, parsed from their raw (string) form and
+// validated with errors that say what to change.
+import { randomUUID } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { extname, resolve } from 'node:path';
+
+/** A bad flag or flag combination; the CLI prints the message and exits non-zero. */
+export class LaunchConfigError extends Error {
+  override name = 'LaunchConfigError';
+}
+
+/** Which of a worker's streams a setting applies to (torchrun's 0 none, 1 stdout, 2 stderr, 3 both). */
+export interface StdStreams {
+  stdout: boolean;
+  stderr: boolean;
+}
+
+export interface LaunchConfig {
+  /** Absolute path of the entry file. */
+  script: string;
+  scriptArgs: string[];
+  nprocPerNode: number;
+  nnodes: number;
+  nodeRank: number;
+  masterAddr: string;
+  /** 0 picks a free port (single node only). */
+  masterPort: number;
+  standalone: boolean;
+  maxRestarts: number;
+  monitorIntervalMs: number;
+  /** Per-rank log files go under `<logDir>/<runId>/attempt_<k>/rank_<RANK>/`. */
+  logDir?: string;
+  /** Per local rank: streams written to the log files. */
+  fileStreams: StdStreams[];
+  /** Per local rank: streams shown on the console (with a `[rank N]` prefix). */
+  consoleStreams: StdStreams[];
+  runId: string;
+  /** How long launchers wait for each other (join and exit barriers). */
+  rdzvTimeoutMs: number;
+  /** Grace period between SIGTERM and SIGKILL when stopping workers. */
+  termTimeoutMs: number;
+  /** OMP_NUM_THREADS for workers, or undefined when the user's environment sets it. */
+  ompNumThreads?: number;
+}
+
+/** The flags as commander hands them over (all optional strings/booleans). */
+export interface RawLaunchOptions {
+  nprocPerNode?: string;
+  nnodes?: string;
+  nodeRank?: string;
+  masterAddr?: string;
+  masterPort?: string;
+  standalone?: boolean;
+  maxRestarts?: string;
+  monitorInterval?: string;
+  logDir?: string;
+  tee?: string;
+  redirects?: string;
+  runId?: string;
+  rdzvTimeout?: string;
+  termTimeout?: string;
+}
+
+export const DEFAULT_MASTER_PORT = 29500;
+const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
+
+export function isTypeScript(script: string): boolean {
+  return TS_EXTENSIONS.has(extname(script));
+}
+
+function int(flag: string, raw: string | undefined, fallback: number, min: number, max?: number): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(v) || v < min || (max !== undefined && v > max)) {
+    const range = max === undefined ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`;
+    throw new LaunchConfigError(`${flag} must be ${range}, got '${raw}'`);
+  }
+  return v;
+}
+
+function seconds(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback * 1000;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v) || v <= 0)
+    throw new LaunchConfigError(`${flag} must be a positive number of seconds, got '${raw}'`);
+  return Math.round(v * 1000);
+}
+
+function nprocPerNode(raw: string | undefined, cudaDevices: () => number): number {
+  if (raw === undefined) return 1;
+  if (raw === 'cpu') return availableParallelism();
+  if (raw === 'gpu' || raw === 'auto') {
+    const n = cudaDevices();
+    if (n > 0) return n;
+    if (raw === 'gpu') throw new LaunchConfigError('--nproc-per-node gpu: no CUDA device is available');
+    return availableParallelism();
+  }
+  return int('--nproc-per-node', raw, 1, 1);
+}
+
+// torchrun takes --nnodes as N or MIN:MAX (elastic); only the static form is supported.
+function nnodes(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const m = /^(\d+):(\d+)$/.exec(raw.trim());
+  if (m) {
+    if (m[1] !== m[2])
+      throw new LaunchConfigError(
+        `--nnodes ${raw}: elastic node ranges are not supported (static rendezvous); give a fixed node count`,
+      );
+    return int('--nnodes', m[1], 1, 1);
+  }
+  return int('--nnodes', raw, 1, 1);
+}
+
+/** torchrun's stream selector: "3" for every local rank, or "0:1,1:2" per local rank. */
+export function parseStdSelector(flag: string, raw: string, nproc: number): StdStreams[] {
+  const decode = (s: string): StdStreams => {
+    if (!/^[0-3]$/.test(s))
+      throw new LaunchConfigError(`${flag} takes 0 (none), 1 (stdout), 2 (stderr) or 3 (both), got '${s}'`);
+    const v = Number(s);
+    return { stdout: (v & 1) !== 0, stderr: (v & 2) !== 0 };
+  };
+  const trimmed = raw.trim();
+  if (!trimmed.includes(':')) return Array.from({ length: nproc }, () => decode(trimmed));
+  const out = Array.from({ length: nproc }, () => ({ stdout: false, stderr: false }));
+  for (const part of trimmed.split(',')) {
+    const [r, s] = part.split(':');
+    const lr = int(`${flag} (local rank)`, r, 0, 0, nproc - 1);
+    out[lr] = decode(s ?? '');
+  }
+  return out;
+}
+
+/** Validates raw flags into a LaunchConfig. `cudaDevices` is only asked for 'gpu'/'auto'. */
+export function resolveLaunchConfig(
+  script: string,
+  scriptArgs: string[],
+  raw: RawLaunchOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  cudaDevices: () => number = () => 0,
+): LaunchConfig {
+  const path = resolve(script);
+  if (!existsSync(path) || !statSync(path).isFile())
+    throw new LaunchConfigError(`script not found: ${script} (resolved to ${path})`);
+
+  const standalone = raw.standalone === true;
+  const nproc = nprocPerNode(raw.nprocPerNode, cudaDevices);
+  const nodes = nnodes(raw.nnodes);
+  if (standalone && nodes > 1)
+    throw new LaunchConfigError(`--standalone runs a single node, but --nnodes is ${nodes}`);
+  const nodeRank = int('--node-rank', raw.nodeRank, 0, 0);
+  if (nodeRank >= nodes)
+    throw new LaunchConfigError(
+      `--node-rank ${nodeRank} is out of range for --nnodes ${nodes} (node ranks are 0..${nodes - 1})`,
+    );
+  // --standalone is torchrun's "local rendezvous on a free port".
+  const masterAddr = standalone ? '127.0.0.1' : (raw.masterAddr ?? '127.0.0.1').trim();
+  if (masterAddr === '') throw new LaunchConfigError('--master-addr must not be empty');
+  const masterPort = standalone ? 0 : int('--master-port', raw.masterPort, DEFAULT_MASTER_PORT, 0, 65535);
+  if (masterPort === 0 && nodes > 1)
+    throw new LaunchConfigError(
+      '--master-port 0 (a free port) only works on one node: other nodes must know the port; give a fixed --master-port',
+    );
+
+  const logDir = raw.logDir === undefined ? undefined : resolve(raw.logDir);
+  const none = (): StdStreams[] => Array.from({ length: nproc }, () => ({ stdout: false, stderr: false }));
+  const tee = raw.tee === undefined ? none() : parseStdSelector('--tee', raw.tee, nproc);
+  const redirects =
+    raw.redirects === undefined ? none() : parseStdSelector('--redirects', raw.redirects, nproc);
+  if (!logDir && (raw.tee !== undefined || raw.redirects !== undefined))
+    throw new LaunchConfigError('--tee and --redirects write log files: give --log-dir too');
+  // With --log-dir and neither --tee nor --redirects, both streams go to files and console.
+  const teeAll = logDir !== undefined && raw.tee === undefined && raw.redirects === undefined;
+  const fileStreams = tee.map((t, i) =>
+    teeAll
+      ? { stdout: true, stderr: true }
+      : { stdout: t.stdout || redirects[i].stdout, stderr: t.stderr || redirects[i].stderr },
+  );
+  const consoleStreams = redirects.map((r) => ({ stdout: !r.stdout, stderr: !r.stderr }));
+
+  const runId = raw.runId ?? (standalone ? randomUUID() : 'none');
+  if (!/^[\w.-]+$/.test(runId))
+    throw new LaunchConfigError(`--run-id may only hold letters, digits, '_', '-' and '.', got '${runId}'`);
+
+  const ompSet = env.OMP_NUM_THREADS !== undefined && env.OMP_NUM_THREADS !== '';
+  return {
+    script: path,
+    scriptArgs,
+    nprocPerNode: nproc,
+    nnodes: nodes,
+    nodeRank,
+    masterAddr,
+    masterPort,
+    standalone,
+    maxRestarts: int('--max-restarts', raw.maxRestarts, 0, 0),
+    monitorIntervalMs: seconds('--monitor-interval', raw.monitorInterval, 0.1),
+    logDir,
+    fileStreams,
+    consoleStreams,
+    runId,
+    rdzvTimeoutMs: seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
+    termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
+    // Cores divided among the local workers, so they do not oversubscribe the machine.
+    ompNumThreads: ompSet ? undefined : Math.max(1, Math.floor(availableParallelism() / nproc)),
+  };
+}
