@@ -59,8 +59,10 @@ std::atomic<int64_t> nextSinkId{0};
 // distributed.py's _DDPSink, for static graphs: outputs pass through (cloned), and the
 // first backward through them queues Reducer::delay_all_reduce at the end of backward.
 struct DDPSink : public torch::autograd::Function<DDPSink> {
+  // The inputs arrive as at::TensorList: custom Function only sees tensors inside
+  // at::Tensor / TensorList arguments (a std::vector would be treated as a non-tensor).
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, int64_t sinkId,
-                                                torch::autograd::variable_list inputs) {
+                                                at::TensorList inputs) {
     ctx->saved_data["sink"] = sinkId;
     torch::autograd::variable_list out;
     for (auto& t : inputs) out.push_back(t.clone());
@@ -234,7 +236,7 @@ Napi::Value DdpSink(const Napi::CallbackInfo& info) {
       std::lock_guard<std::mutex> lock(sinkMutex);
       sinkTargets[id] = SinkTarget{e.reducer, e.delayEnqueued};
     }
-    auto sunk = DDPSink::apply(id, outputs);
+    auto sunk = DDPSink::apply(id, at::TensorList(outputs));
     auto arr = Napi::Array::New(env, sunk.size());
     for (size_t i = 0; i < sunk.size(); ++i) arr.Set(static_cast<uint32_t>(i), wrapTensor(env, sunk[i]));
     return arr;

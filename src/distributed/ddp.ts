@@ -2,7 +2,10 @@
 // libtorch's c10d::Reducer and c10d::Logger: the Reducer's autograd hooks bucket the
 // gradients and all-reduce each bucket as soon as it is ready, overlapping backward.
 import { isGradEnabled, noGrad } from '../autograd/grad-mode.ts';
+import { fromBytes } from '../core/creation.ts';
+import { TorchError } from '../core/errors.ts';
 import { native } from '../core/native.ts';
+import { tidy } from '../core/scope.ts';
 import { Tensor, wrap } from '../core/tensor.ts';
 import { Module } from '../nn/module.ts';
 import { DistributedError } from './errors.ts';
@@ -76,6 +79,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.broadcastBuffers = opts.broadcastBuffers ?? true;
     if (!(this.bucketCapMb > 0))
       throw new RangeError(`DistributedDataParallel: bucketCapMb must be > 0, got ${this.bucketCapMb}`);
+    // Checked before any collective, so a bad option never leaves a half-built engine.
+    if (opts.commHook !== undefined) checkCommHook(opts.commHook);
     if (opts.deviceIds && opts.deviceIds.length > 1) {
       throw new TypeError(
         'DistributedDataParallel: one device per process (deviceIds has at most one entry), as in PyTorch',
@@ -90,11 +95,32 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     const handles = this.params.map((p) => p.h);
 
     // 1. Same parameter count/shapes on every rank (a clear error naming the mismatch).
+    // libtorch compares shapes with rank 0's, so only the ranks that differ see a shape
+    // mismatch; they share their verdicts so that every rank refuses the model, instead
+    // of rank 0 going on to broadcast its state to ranks that already gave up (a hang
+    // until the collective timeout).
+    let verdict: string | null = null;
     try {
       native.verifyParams(pg.h, handles);
     } catch (e) {
+      verdict = (e as Error).message;
+    }
+    let reports: [number, string][];
+    try {
+      reports = shareVerdicts(pg, verdict);
+    } catch (e) {
+      // The group itself failed (a dead or hung peer): report the first failure.
       throw new DistributedError(
-        `DistributedDataParallel: the model differs between ranks: ${(e as Error).message}`,
+        `DistributedDataParallel: could not verify the model across ranks: ${verdict ?? (e as Error).message}`,
+        'DistributedDataParallel',
+        pg.rank,
+      );
+    }
+    if (reports.length > 0) {
+      throw new DistributedError(
+        `DistributedDataParallel: the model differs between ranks: ${reports
+          .map(([r, m]) => `rank ${r}: ${m}`)
+          .join('; ')}`,
         'DistributedDataParallel',
         pg.rank,
       );
@@ -133,19 +159,19 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   /** Replaces the all-reduce of each bucket: 'fp16'/'bf16' compress gradients to 16 bits. */
   registerCommHook(hook: CommHook): void {
-    if (!['allreduce', 'fp16', 'bf16'].includes(hook)) {
-      throw new TypeError(
-        `DistributedDataParallel: commHook must be 'allreduce', 'fp16' or 'bf16', got '${hook}'`,
-      );
-    }
+    checkCommHook(hook);
     native.ddpSetCommHook(this.engine, this.processGroup.h, hook);
   }
 
   override forward(...inputs: unknown[]): unknown {
     const grad = isGradEnabled();
-    // _pre_forward
-    if (grad && this.requireBackwardGradSync) native.ddpPrepareForForward(this.engine);
-    if (grad) native.ddpRebuildBuckets(this.engine);
+    // _pre_forward (rebuild_buckets is where the Reducer notices an unfinished reduction)
+    try {
+      if (grad && this.requireBackwardGradSync) native.ddpPrepareForForward(this.engine);
+      if (grad) native.ddpRebuildBuckets(this.engine);
+    } catch (e) {
+      throw withTsOptionNames(e);
+    }
     if (this.requireForwardParamSync && this.broadcastBuffers && this.processGroup.size > 1) {
       const buffers = this.module.buffers().map((b) => b.h);
       if (buffers.length > 0)
@@ -157,10 +183,14 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       this.requireForwardParamSync = true;
       const outs = findTensors(output);
       if (this.staticGraph) output = this.sink(output, outs);
-      native.ddpPrepareForBackward(
-        this.engine,
-        this.findUnusedParameters && !this.staticGraph ? outs.map((t) => t.h) : [],
-      );
+      try {
+        native.ddpPrepareForBackward(
+          this.engine,
+          this.findUnusedParameters && !this.staticGraph ? outs.map((t) => t.h) : [],
+        );
+      } catch (e) {
+        throw withTsOptionNames(e);
+      }
     } else {
       this.requireForwardParamSync = false;
     }
@@ -223,6 +253,56 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   destroy(): void {
     native.ddpDestroy(this.engine);
   }
+}
+
+// libtorch's Reducer errors name DDP's Python options; say what they are called here.
+function withTsOptionNames(e: unknown): unknown {
+  if (!(e instanceof TorchError)) return e;
+  const python = '`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`';
+  if (!e.detail.includes(python)) return e;
+  return new TorchError(
+    e.op,
+    e.detail.replace(
+      python,
+      '`findUnusedParameters: true` to `DistributedDataParallel` (PyTorch: find_unused_parameters=True)',
+    ),
+  );
+}
+
+function checkCommHook(hook: string): void {
+  if (!['allreduce', 'fp16', 'bf16'].includes(hook)) {
+    throw new TypeError(
+      `DistributedDataParallel: commHook must be 'allreduce', 'fp16' or 'bf16', got '${hook}'`,
+    );
+  }
+}
+
+const VERDICT_BYTES = 1024;
+
+/**
+ * Every rank's verdict (null: fine) on every rank, as [rank, message] pairs of the ranks
+ * that failed: one small blocking broadcast from each rank (the constructor is
+ * synchronous, like PyTorch's).
+ */
+function shareVerdicts(pg: ProcessGroup, own: string | null): [number, string][] {
+  const out: [number, string][] = [];
+  for (let r = 0; r < pg.size; r++) {
+    const bytes = new Uint8Array(VERDICT_BYTES);
+    if (r === pg.rank && own !== null) {
+      bytes[0] = 1;
+      bytes.set(new TextEncoder().encode(own).subarray(0, VERDICT_BYTES - 1), 1);
+    }
+    const got = tidy(() => {
+      const x = fromBytes(bytes, [VERDICT_BYTES], 'uint8');
+      native.broadcastCoalesced(pg.h, [x.h], VERDICT_BYTES, r);
+      return x.toBytes();
+    });
+    if (got[0] === 1) {
+      const end = got.indexOf(0, 1);
+      out.push([r, new TextDecoder().decode(got.subarray(1, end < 0 ? got.length : end))]);
+    }
+  }
+  return out;
 }
 
 /** Tensors in a forward output (tensors, arrays, plain objects), as _find_tensors does. */
