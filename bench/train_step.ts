@@ -11,24 +11,32 @@
 // One step on both sides: zero grads (to None), forward + cross-entropy (inside
 // autocast for bf16), backward, SGD step (lr 0.01, momentum 0.9, weight decay 5e-4,
 // otherwise each library's defaults), on one synthetic random batch. Each measurement
-// builds a fresh model, runs --warmup steps, then times --steps steps; throughput is
-// batch / median step time. Per round and configuration tsddp runs first, then PyTorch
-// (a long-lived worker: bench/reference/train_step.py --serve), so a busy period on this
-// shared machine hits both; the ratio is the median of per-round ratios
-// tsddp img/s / PyTorch img/s (> 1: tsddp faster).
+// round builds fresh models on both sides (PyTorch: a long-lived worker,
+// bench/reference/train_step.py --serve), runs --warmup steps, then times --steps steps,
+// tsddp and PyTorch steps strictly alternating, so a busy period on this shared machine
+// hits both sides of a pair. Throughput is batch / median step time; the ratio
+// tsddp img/s / PyTorch img/s (> 1: tsddp faster) is the median over pairs of adjacent
+// steps.
 //
-// Both processes run with OMP_NUM_THREADS=N and set_num_threads(N) (N = --threads).
+// Both processes run with OMP_NUM_THREADS=N and set_num_threads(N) (N = --threads) and
+// the same environment otherwise. Memory allocation matters a lot here: with glibc's
+// default malloc, large activations are returned to the kernel and faulted back in every
+// step (tens of thousands of minor page faults per step, recorded per step in the JSON),
+// which costs up to half the step time on a VM. To compare without that, run both sides
+// with GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
+// (or LD_PRELOAD a caching allocator, as PyTorch's CPU tuning guide suggests).
 // tsddp's live tensor count is recorded after every measured step: it must be flat.
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { pairedRatios } from './lib/abab.ts';
 import { describeMachine, machineInfo } from './lib/machine.ts';
 import { PythonWorker } from './lib/py-worker.ts';
 import { findTorchPython, repoRoot } from './lib/python.ts';
-import { median, type Summary, summarize } from './lib/stats.ts';
+import { median } from './lib/stats.ts';
 import { fmt, markdownTable } from './lib/table.ts';
 import { allConfigs, selectConfigs, type TrainConfig } from './lib/train-configs.ts';
-import type { StepMeasurement } from './lib/train-step-ts.ts';
+import type { StepTimes } from './lib/train-step-ts.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -71,7 +79,7 @@ if (quick && opts.configs === undefined) configs = configs.filter((c) => c.size 
 process.env.OMP_NUM_THREADS = String(threads);
 process.env.TORCH_CPP_LOG_LEVEL ??= 'ERROR';
 const t = await import('../src/index.ts');
-const { measureTs } = await import('./lib/train-step-ts.ts');
+const { TsTrainSession } = await import('./lib/train-step-ts.ts');
 t.setNumThreads(threads);
 
 const log = (line: string): void => {
@@ -100,56 +108,80 @@ if (torchPy) {
   log(`PyTorch (Python) is not importable from ${opts.python ?? '.venv/bin/python or python3'}: tsddp only.`);
 }
 
-// --- alternating rounds -----------------------------------------------------------------
+// --- alternating steps ------------------------------------------------------------------
+
+interface Measured {
+  tsddp: StepTimes[];
+  pytorch: StepTimes[];
+  /** Paired steps per round (for per-round ratios). */
+  perRound: number;
+  /** tsddp's live tensors after each timed step, per round. */
+  liveTensors: number[][];
+  loss: { tsddp: number[]; pytorch: number[] };
+}
 
 const machine = machineInfo();
 log(
   `train_step: ${configs.length} configs x ${rounds} rounds, ${warmup} warm-up + ${steps} timed steps, ` +
     `${threads} thread(s)`,
 );
-const tsRuns: Record<string, StepMeasurement[]> = {};
-const pyRuns: Record<string, StepMeasurement[]> = {};
-for (const c of configs) {
-  tsRuns[c.name] = [];
-  pyRuns[c.name] = [];
-}
+const measured: Record<string, Measured> = {};
 const started = performance.now();
 try {
-  for (let r = 0; r < rounds; r++) {
-    for (const c of configs) {
-      const ts = measureTs(t, c, warmup, steps);
-      tsRuns[c.name].push(ts);
-      let line = `round ${r + 1}/${rounds} ${c.name.padEnd(30)} tsddp ${fmt(ts.imgPerS).padStart(6)} img/s`;
-      if (worker) {
-        const py = await worker.request<StepMeasurement>({ config: c.name, warmup, steps });
-        pyRuns[c.name].push(py);
-        line += `  PyTorch ${fmt(py.imgPerS).padStart(6)} img/s  ratio ${fmt(ts.imgPerS / py.imgPerS, 2)}`;
+  for (const c of configs) {
+    const m: Measured = {
+      tsddp: [],
+      pytorch: [],
+      perRound: steps,
+      liveTensors: [],
+      loss: { tsddp: [], pytorch: [] },
+    };
+    measured[c.name] = m;
+    for (let r = 0; r < rounds; r++) {
+      // Fresh models on both sides, then steps strictly alternating: each tsddp step is
+      // paired with the PyTorch step right after it, so a burst of other work on this
+      // shared machine lands on both sides of a pair, or on few pairs.
+      const ts = new TsTrainSession(t, c);
+      await worker?.request({ cmd: 'setup', config: c.name });
+      const live: number[] = [];
+      for (let i = 0; i < warmup + steps; i++) {
+        const tsTimes = ts.step();
+        const pyTimes = await worker?.request<StepTimes>({ cmd: 'step' });
+        if (i < warmup) continue;
+        m.tsddp.push(tsTimes);
+        live.push(ts.liveTensors());
+        if (pyTimes) m.pytorch.push(pyTimes);
       }
-      const live = ts.liveTensors;
-      line += `  live tensors ${live.join(',')}`;
-      log(`${line}  [${((performance.now() - started) / 1000).toFixed(0)} s]`);
+      m.liveTensors.push(live);
+      m.loss.tsddp.push(ts.dispose());
+      const py = await worker?.request<{ loss: number }>({ cmd: 'close' });
+      if (py) m.loss.pytorch.push(py.loss);
+
+      const img = (xs: StepTimes[]) => c.batch / median(xs.slice(-steps).map((x) => x.step));
+      let line = `${c.name.padEnd(30)} round ${r + 1}/${rounds}  tsddp ${fmt(img(m.tsddp)).padStart(6)} img/s`;
+      if (worker) {
+        line +=
+          `  PyTorch ${fmt(img(m.pytorch)).padStart(6)} img/s` +
+          `  ratio ${median(stepRatios(m.tsddp.slice(-steps), m.pytorch.slice(-steps))).toFixed(2)}`;
+      }
+      log(
+        `${line}  live tensors ${live.join(',')}  [${((performance.now() - started) / 1000).toFixed(0)} s]`,
+      );
     }
   }
 } finally {
   await worker?.close();
 }
 
-// --- report -----------------------------------------------------------------------------
-
-interface ConfigResult {
-  config: TrainConfig;
-  tsddpImgPerS: Summary;
-  pytorchImgPerS: Summary | null;
-  /** Per-round tsddp / PyTorch throughput (> 1: tsddp faster). */
-  ratio: Summary | null;
-  /** Median seconds per phase over all measured steps of all rounds. */
-  phases: { tsddp: Phases; pytorch: Phases | null };
-  /** Live tsddp tensors after each measured step, per round (relative to before the model was built). */
-  liveTensors: number[][];
-  leak: boolean;
-  tsddpRuns: StepMeasurement[];
-  pytorchRuns: StepMeasurement[];
+/** Per pair of adjacent steps: PyTorch step time / tsddp step time = tsddp throughput / PyTorch's. */
+function stepRatios(ts: StepTimes[], py: StepTimes[]): number[] {
+  return pairedRatios(
+    py.map((x) => x.step),
+    ts.map((x) => x.step),
+  );
 }
+
+// --- report -----------------------------------------------------------------------------
 
 interface Phases {
   fwd: number;
@@ -158,41 +190,81 @@ interface Phases {
   step: number;
 }
 
-function phases(runs: StepMeasurement[]): Phases {
-  const all = (k: 'fwdS' | 'bwdS' | 'optS' | 'stepS') => median(runs.flatMap((m) => m[k]));
-  return { fwd: all('fwdS'), bwd: all('bwdS'), opt: all('optS'), step: all('stepS') };
+interface ConfigResult {
+  config: TrainConfig;
+  /** batch / median step time over all timed steps of all rounds. */
+  tsddpImgPerS: number;
+  pytorchImgPerS: number | null;
+  /** tsddp / PyTorch throughput: the median over all pairs of adjacent steps (> 1: tsddp faster). */
+  ratio: number | null;
+  /** The same median per round: min and max over rounds. */
+  roundRatios: number[];
+  /** PyTorch's fastest step / tsddp's fastest step: the ratio least disturbed by other load. */
+  bestRatio: number | null;
+  /** Median seconds per phase. */
+  phases: { tsddp: Phases; pytorch: Phases | null };
+  /** tsddp's live tensors after each timed step, per round (beyond those before the model was built). */
+  liveTensors: number[][];
+  leak: boolean;
+  loss: { tsddp: number[]; pytorch: number[] };
+  steps: { tsddp: StepTimes[]; pytorch: StepTimes[] };
+}
+
+function phases(xs: StepTimes[]): Phases {
+  const med = (k: keyof StepTimes) => median(xs.map((x) => x[k]));
+  return { fwd: med('fwd'), bwd: med('bwd'), opt: med('opt'), step: med('step') };
 }
 
 const results: Record<string, ConfigResult> = {};
 for (const c of configs) {
-  const ts = tsRuns[c.name];
-  const py = pyRuns[c.name];
-  const tsImg = ts.map((m) => m.imgPerS);
-  const pyImg = py.map((m) => m.imgPerS);
-  const live = ts.map((m) => m.liveTensors);
+  const m = measured[c.name];
+  const hasPy = m.pytorch.length > 0;
+  const roundRatios: number[] = [];
+  if (hasPy) {
+    for (let i = 0; i < m.tsddp.length; i += m.perRound) {
+      roundRatios.push(
+        median(stepRatios(m.tsddp.slice(i, i + m.perRound), m.pytorch.slice(i, i + m.perRound))),
+      );
+    }
+  }
   results[c.name] = {
     config: c,
-    tsddpImgPerS: summarize(tsImg),
-    pytorchImgPerS: py.length > 0 ? summarize(pyImg) : null,
-    ratio: py.length > 0 ? summarize(pairedRatios(tsImg, pyImg)) : null,
-    phases: { tsddp: phases(ts), pytorch: py.length > 0 ? phases(py) : null },
-    liveTensors: live,
-    // Flat within each run, and the same count in every run.
-    leak: new Set(live.flat()).size > 1,
-    tsddpRuns: ts,
-    pytorchRuns: py,
+    tsddpImgPerS: c.batch / median(m.tsddp.map((x) => x.step)),
+    pytorchImgPerS: hasPy ? c.batch / median(m.pytorch.map((x) => x.step)) : null,
+    ratio: hasPy ? median(stepRatios(m.tsddp, m.pytorch)) : null,
+    roundRatios,
+    bestRatio: hasPy
+      ? Math.min(...m.pytorch.map((x) => x.step)) / Math.min(...m.tsddp.map((x) => x.step))
+      : null,
+    phases: { tsddp: phases(m.tsddp), pytorch: hasPy ? phases(m.pytorch) : null },
+    liveTensors: m.liveTensors,
+    // Flat within each round, and the same count in every round.
+    leak: new Set(m.liveTensors.flat()).size > 1,
+    loss: m.loss,
+    steps: { tsddp: m.tsddp, pytorch: m.pytorch },
   };
 }
 
+// Settings that change the numbers, echoed in the header and the JSON.
+const ENV_KEYS = [
+  'OMP_NUM_THREADS',
+  'TORCH_CPP_LOG_LEVEL',
+  'GLIBC_TUNABLES',
+  'MALLOC_MMAP_THRESHOLD_',
+  'MALLOC_TRIM_THRESHOLD_',
+  'LD_PRELOAD',
+];
 const build = t.buildInfo();
 const pyLine = worker
   ? `PyTorch: torch ${worker.ready.torch} (Python ${worker.ready.python}), ${worker.ready.threads} thread(s)`
   : 'PyTorch: not available';
 const header = [
-  `Machine: ${describeMachine(machine)}`,
+  `Machine: ${describeMachine(machine)} (at the start; ${loadavg()[0].toFixed(2)} at the end)`,
   `tsddp: libtorch ${build.torchVersion}, ${t.getNumThreads()} thread(s) · ${pyLine}`,
-  `OMP_NUM_THREADS=${process.env.OMP_NUM_THREADS} · ${rounds} alternating rounds (tsddp, then PyTorch, per config), ` +
-    `${warmup} warm-up + ${steps} timed steps each, medians`,
+  `${ENV_KEYS.filter((k) => process.env[k] !== undefined && k !== 'TORCH_CPP_LOG_LEVEL')
+    .map((k) => `${k}=${process.env[k]}`)
+    .join(' ')} · per config ${rounds} rounds, each on fresh models: ` +
+    `${warmup} warm-up + ${steps} timed steps, tsddp and PyTorch steps alternating, medians`,
 ];
 
 const ms = (s: number | undefined): string => (s === undefined ? '—' : fmt(s * 1000));
@@ -202,10 +274,13 @@ const rows = configs.map((c) => {
   const live = r.liveTensors.flat();
   return [
     c.name,
-    fmt(r.tsddpImgPerS.median),
-    r.pytorchImgPerS ? fmt(r.pytorchImgPerS.median) : '—',
-    r.ratio ? `${fmt(r.ratio.median, 2)}x` : '—',
-    r.ratio ? `${fmt(r.ratio.min, 2)}–${fmt(r.ratio.max, 2)}` : '—',
+    fmt(r.tsddpImgPerS),
+    r.pytorchImgPerS === null ? '—' : fmt(r.pytorchImgPerS),
+    r.ratio === null ? '—' : `${r.ratio.toFixed(2)}x`,
+    r.roundRatios.length === 0
+      ? '—'
+      : `${Math.min(...r.roundRatios).toFixed(2)}–${Math.max(...r.roundRatios).toFixed(2)}`,
+    r.bestRatio === null ? '—' : `${r.bestRatio.toFixed(2)}x`,
     `${ms(p.tsddp.fwd)} / ${ms(p.tsddp.bwd)} / ${ms(p.tsddp.opt)}`,
     p.pytorch ? `${ms(p.pytorch.fwd)} / ${ms(p.pytorch.bwd)} / ${ms(p.pytorch.opt)}` : '—',
     r.leak ? `LEAK ${Math.min(...live)}→${Math.max(...live)}` : `${live[0]} flat`,
@@ -222,20 +297,23 @@ console.log(
       'PyTorch img/s',
       'ratio',
       'ratio range',
+      'best',
       'tsddp ms fwd/bwd/opt',
       'PyTorch ms fwd/bwd/opt',
       'live tensors',
     ],
     rows,
-    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
   ),
 );
 console.log();
 console.log(
-  'img/s: batch / median step time, median over rounds; ratio = tsddp / PyTorch throughput, the median of ' +
-    'per-round ratios (range: min–max over rounds), > 1 means tsddp is faster. Target ≥ 1.0x. ' +
+  'img/s: batch / median step time over all timed steps; ratio = tsddp / PyTorch throughput, the median ' +
+    'over pairs of adjacent steps (range: min–max of the per-round medians), > 1 means tsddp is faster, ' +
+    'target ≥ 1.0x; best: the ratio of the fastest steps (least disturbed by other work on the machine). ' +
     'ms: median per phase (fwd = zero grads + forward + loss, bwd = backward, opt = optimizer step). ' +
-    'live tensors: tsddp tensors alive after each timed step, beyond those before the model was built.',
+    'live tensors: tsddp tensors alive after each timed step, beyond those before the model was built. ' +
+    'The JSON also has per-step minor page faults and peak RSS of both processes.',
 );
 if (!worker) console.log('\nPyTorch (Python) was not importable: tsddp numbers only, no ratios.');
 const leaks = configs.filter((c) => results[c.name].leak);

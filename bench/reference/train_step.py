@@ -20,14 +20,14 @@ A config is a name "MODEL/SIZE/bBATCH/DTYPE/FORMAT":
 e.g. resnet50/224/b4/bf16/cl.
 
 Each step is timed in three phases (CPU ops are synchronous, so the split is exact):
-  fwd = zero_grad + forward + loss, bwd = backward, opt = optimizer step.
+  fwd = zero_grad + forward + loss, bwd = backward, opt = optimizer step;
+and with its minor page faults and the process's peak RSS (getrusage).
 
 Usage:
   python bench/reference/train_step.py --threads 2 --configs resnet18-cifar/32/b32/fp32/cf \
       [--warmup 2] [--steps 5]         prints one JSON object per config, then a summary line
   python bench/reference/train_step.py --threads 2 --serve
-      a worker for bench/train_step.ts: prints {"ready": ...}, then answers one JSON line per
-      request line {"config": NAME, "warmup": W, "steps": S} with one JSON line; exits on EOF.
+      the worker for bench/train_step.ts, driven step by step (see serve()).
 OMP_NUM_THREADS should match --threads (bench/train_step.ts sets both).
 """
 
@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import json
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -194,55 +195,65 @@ def parse_config(name):
     return {"model": model, "size": int(size), "batch": int(batch[1:]), "dtype": dtype, "format": fmt}
 
 
-def measure(name, warmup, steps):
-    cfg = parse_config(name)
-    torch.manual_seed(0)
-    block, layers, kwargs = MODELS[cfg["model"]]
-    model = ResNet(block, layers, **kwargs)
-    model.train()
-    x = torch.randn(cfg["batch"], 3, cfg["size"], cfg["size"])
-    y = torch.randint(0, kwargs["num_classes"], (cfg["batch"],))
-    if cfg["format"] == "cl":
-        model = model.to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-    bf16 = cfg["dtype"] == "bf16"
+class Session:
+    """A fresh model (seed 0) in training mode, SGD and one random batch for a config."""
 
-    def region():
-        if bf16:
-            return torch.autocast("cpu", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+    def __init__(self, name):
+        cfg = parse_config(name)
+        self.name = name
+        torch.manual_seed(0)
+        block, layers, kwargs = MODELS[cfg["model"]]
+        model = ResNet(block, layers, **kwargs)
+        model.train()
+        x = torch.randn(cfg["batch"], 3, cfg["size"], cfg["size"])
+        self.y = torch.randint(0, kwargs["num_classes"], (cfg["batch"],))
+        if cfg["format"] == "cl":
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
+        self.model, self.x = model, x
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+        self.bf16 = cfg["dtype"] == "bf16"
+        self.loss = None
 
-    fwd, bwd, opt_s, step_s = [], [], [], []
-    loss = None
-    for i in range(warmup + steps):
+    def step(self):
+        """One training step; returns the seconds of its phases."""
+        model, opt = self.model, self.opt
+        region = torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
+        faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         opt.zero_grad()
-        with region():
-            out = model(x)
-            loss = F.cross_entropy(out, y)
+        with region:
+            out = model(self.x)
+            loss = F.cross_entropy(out, self.y)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
         opt.step()
         t3 = time.perf_counter()
-        if i >= warmup:
-            fwd.append(t1 - t0)
-            bwd.append(t2 - t1)
-            opt_s.append(t3 - t2)
-            step_s.append(t3 - t0)
-    med = statistics.median(step_s)
-    return {
-        "config": name,
-        "warmup": warmup,
-        "steps": steps,
-        "stepS": step_s,
-        "fwdS": fwd,
-        "bwdS": bwd,
-        "optS": opt_s,
-        "imgPerS": cfg["batch"] / med,
-        "loss": float(loss.item()),
-    }
+        self.loss = loss.detach()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "fwd": t1 - t0,
+            "bwd": t2 - t1,
+            "opt": t3 - t2,
+            "step": t3 - t0,
+            "minorFaults": usage.ru_minflt - faults0,
+            "maxRssMb": usage.ru_maxrss / 1024,
+        }
+
+    def close(self):
+        return float("nan") if self.loss is None else float(self.loss.item())
+
+
+def measure(name, warmup, steps):
+    """A whole measurement in this process (the command-line mode)."""
+    s = Session(name)
+    for _ in range(warmup):
+        s.step()
+    times = [s.step() for _ in range(steps)]
+    cfg = parse_config(name)
+    med = statistics.median(x["step"] for x in times)
+    return {"config": name, "steps": times, "imgPerS": cfg["batch"] / med, "loss": s.close()}
 
 
 def info():
@@ -255,18 +266,31 @@ def info():
 
 
 def serve():
-    """One JSON request per stdin line, one JSON answer per stdout line (bench/train_step.ts)."""
+    """The worker for bench/train_step.ts: one JSON request per stdin line, one JSON answer
+    per stdout line. Requests: {"cmd": "setup", "config": NAME} -> {"ok": true};
+    {"cmd": "step"} -> step times; {"cmd": "close"} -> {"loss": ...}. Exits on EOF."""
     print(json.dumps({"ready": True, **info()}), flush=True)
+    session = None
     while True:
         line = sys.stdin.readline()
         if not line:
             return
-        line = line.strip()
-        if not line:
+        if not line.strip():
             continue
         try:
             req = json.loads(line)
-            out = measure(req["config"], int(req["warmup"]), int(req["steps"]))
+            cmd = req["cmd"]
+            if cmd == "setup":
+                session = None  # free the previous model first
+                session = Session(req["config"])
+                out = {"ok": True}
+            elif cmd == "step":
+                out = session.step()
+            elif cmd == "close":
+                out = {"loss": session.close()}
+                session = None
+            else:
+                raise ValueError(f"unknown cmd {cmd!r}")
         except Exception as e:  # report and keep serving: the caller decides
             out = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         print(json.dumps(out), flush=True)
