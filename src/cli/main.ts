@@ -1,6 +1,8 @@
 // `tsddp` command line: subcommands are added by the issues that build them.
 import { Command } from 'commander';
 import { infoCommand } from './info.ts';
+import { registerRunCommand } from './run.ts';
+import { registerTrainCommand } from './train.ts';
 
 const program = new Command('tsddp')
   .description('PyTorch-grade distributed data-parallel training for TypeScript')
@@ -11,5 +13,8 @@ program
   .description('torch version, where libtorch came from, CUDA/NCCL/Gloo, threads, build flags')
   .option('--json', 'print JSON')
   .action(infoCommand);
+
+registerRunCommand(program);
+registerTrainCommand(program);
 
 await program.parseAsync(process.argv);
