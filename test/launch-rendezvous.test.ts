@@ -161,3 +161,32 @@ test('garbage and oversized frames sent to the store port leave the job working 
   assert.deepEqual(sums, [3, 3]);
   assert.deepEqual(await waitGone(l.marker, 5000), []);
 });
+
+test('a store served for a loopback address listens on loopback only (the store is unauthenticated)', async () => {
+  const { networkInterfaces } = await import('node:os');
+  const { Store } = await import('../src/distributed/store.ts');
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+  assert.ok(external, 'this test needs one non-loopback IPv4 address');
+  const store = Store.tcp({ host: '127.0.0.1', port: 0, isServer: true, worldSize: 1, timeoutMs: 5000 });
+  try {
+    const reach = (host: string) =>
+      new Promise<string>((resolve) => {
+        const s = connect(store.port, host);
+        s.on('connect', () => {
+          s.destroy();
+          resolve('connected');
+        });
+        s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      });
+    assert.equal(await reach('127.0.0.1'), 'connected');
+    assert.equal(await reach(external), 'ECONNREFUSED');
+    assert.throws(
+      () => Store.tcp({ host: '127.0.0.1', port: store.port, isServer: true, worldSize: 1, timeoutMs: 2000 }),
+      new RegExp(`cannot listen on 127\\.0\\.0\\.1:${store.port}: .*in use`),
+    );
+  } finally {
+    store.close();
+  }
+});

@@ -8,7 +8,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 namespace tsddp {
@@ -132,6 +138,41 @@ std::vector<at::Tensor> tensorsArg(const Napi::Value& v, const char* what) {
 // ---------------------------------------------------------------------------
 // Stores
 
+// The store is unauthenticated (as PyTorch's): when the job's address is loopback, serve
+// it on loopback only, instead of TCPStore's default of every interface. Returns a
+// listening socket for TCPStoreOptions::masterListenFd, or nullopt for other hosts.
+std::optional<int> loopbackListener(const std::string& host, uint16_t port) {
+  bool v4 = host == "localhost" || host.rfind("127.", 0) == 0;
+  bool v6 = host == "::1";
+  if (!v4 && !v6) return std::nullopt;
+  int fd = ::socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket() failed: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage addr{};
+  socklen_t len;
+  if (v4) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    ::inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &a->sin_addr);
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    a->sin6_addr = in6addr_loopback;
+    len = sizeof(sockaddr_in6);
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             std::strerror(err) + (err == EADDRINUSE ? " (the port is in use)" : ""));
+  }
+  return fd;
+}
+
 // tcpStoreNew(host, port, isServer, worldSize, timeoutMs, waitWorkers) -> handle.
 // Blocks until connected (clients retry until the timeout, like PyTorch).
 Napi::Value TcpStoreNew(const Napi::CallbackInfo& info) {
@@ -145,6 +186,7 @@ Napi::Value TcpStoreNew(const Napi::CallbackInfo& info) {
   opts.timeout = msArg(info[4], 300000);
   opts.waitWorkers = info.Length() > 5 ? info[5].ToBoolean().Value() : false;
   return guarded(env, what, [&] {
+    if (opts.isServer) opts.masterListenFd = loopbackListener(host, opts.port);
     auto store = c10::make_intrusive<c10d::TCPStore>(host, opts);
     auto out = Napi::Array::New(env, 2);
     out.Set(0u, Napi::Number::New(env, stores().put(store)));
