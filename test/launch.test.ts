@@ -175,3 +175,35 @@ test('`tsddp run` starts .mjs entry files with plain node (no TypeScript loader)
     assert.match(x.execArgv[1], /^data:text\/javascript,/);
   }
 });
+
+test('on a terminal, a worker progress line redrawn with \\r is passed through live, prefixed', async () => {
+  const { StreamSink } = await import('../src/launch/worker-process.ts');
+  const fakeConsole = (isTTY: boolean) => {
+    const c = {
+      isTTY,
+      text: '',
+      write(s: string) {
+        c.text += s;
+        return true;
+      },
+    };
+    return c;
+  };
+  const tty = fakeConsole(true);
+  const sink = new StreamSink('[rank 0] ', tty as unknown as NodeJS.WriteStream, null, false);
+  sink.write(Buffer.from('start\n\r\x1b[Kstep 1/3'));
+  assert.equal(tty.text, '[rank 0] start\n\r\x1b[K[rank 0] step 1/3');
+  sink.write(Buffer.from('\r\x1b[Kstep 2/3'));
+  assert.ok(tty.text.endsWith('\r\x1b[K[rank 0] step 2/3'));
+  // A full line clears the status line first and keeps only what a terminal would show.
+  sink.write(Buffer.from('\r\x1b[Keval: 99%\n'));
+  assert.ok(tty.text.endsWith('[rank 0] step 2/3\r\x1b[K[rank 0] eval: 99%\n'), JSON.stringify(tty.text));
+  sink.end();
+  // Not a terminal: nothing until the newline, and no control characters.
+  const pipe = fakeConsole(false);
+  const plain = new StreamSink('[rank 1] ', pipe as unknown as NodeJS.WriteStream, null, false);
+  plain.write(Buffer.from('\r\x1b[Kstep 1/3'));
+  assert.equal(pipe.text, '');
+  plain.write(Buffer.from('\r\x1b[Kstep 3/3\n'));
+  assert.equal(pipe.text, '[rank 1] step 3/3\n');
+});

@@ -135,7 +135,8 @@ test('progress: one line rewritten in place on a terminal', () => {
   assert.equal(parts[0], '');
   assert.match(parts[1], /^epoch 1\/2 {2}step 1\/10 /);
   assert.equal(parts[2], 'a message\n');
-  assert.match(parts[3], /^epoch 1\/2 {2}step 10\/10 .*\n$/);
+  assert.match(parts[1], / {2}\[█{2}░{22}\] {2}10%$/);
+  assert.match(parts[3], /^epoch 1\/2 {2}step 10\/10 .* {2}\[█{24}\] 100%\n$/);
   assert.equal(parts.length, 4);
   assert.equal(formatDuration(3725), '1:02:05');
   assert.equal(formatDuration(65), '1:05');

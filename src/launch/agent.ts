@@ -197,6 +197,9 @@ export class Agent {
         [LAUNCHER_PID_ENV]: String(process.pid),
       };
       if (cfg.ompNumThreads !== undefined) env.OMP_NUM_THREADS = String(cfg.ompNumThreads);
+      // Workers write to pipes; tell them the console is a terminal, so that a progress
+      // line is redrawn in place (StreamSink passes it through).
+      if (process.stdout.isTTY) env.TSDDP_TTY = '1';
       if (this.glooHostname) env.TSDDP_GLOO_HOSTNAME = this.glooHostname;
       this.workers.push(
         new WorkerProcess({

@@ -32,10 +32,24 @@ export interface WorkerSpec {
 
 export const STDERR_TAIL_LINES = 20;
 
-/** Splits a stream into lines, prefixes them for the console, and copies it to a file. */
-class StreamSink {
+/** The console line a worker's status (progress) line is drawn on, if one is open. */
+let openStatus: NodeJS.WriteStream | null = null;
+
+/** What a terminal shows of a line: the text after its last carriage return. */
+function visible(line: string): string {
+  const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+  return text.slice(text.lastIndexOf('\r') + 1).replaceAll('\x1b[K', '');
+}
+
+/**
+ * Splits a stream into lines, prefixes them for the console, and copies it to a file. On a
+ * terminal, a line being rewritten with carriage returns (a progress line) is redrawn in
+ * place as it comes, instead of waiting for its newline.
+ */
+export class StreamSink {
   private partial = '';
   private fd: number | null = null;
+  private readonly live: boolean;
   readonly tail: string[] = [];
 
   constructor(
@@ -45,6 +59,7 @@ class StreamSink {
     private readonly keepTail: boolean,
   ) {
     if (filePath) this.fd = openSync(filePath, 'a');
+    this.live = console?.isTTY === true;
   }
 
   write(chunk: Buffer): void {
@@ -53,19 +68,31 @@ class StreamSink {
     const text = this.partial + chunk.toString('utf8');
     const lines = text.split('\n');
     this.partial = lines.pop() ?? '';
-    for (const line of lines) this.line(line);
+    for (const line of lines) this.line(visible(line));
+    const cr = this.partial.lastIndexOf('\r');
+    if (this.live && this.console && cr >= 0) {
+      this.partial = this.partial.slice(cr);
+      const status = visible(this.partial);
+      if (status) {
+        this.console.write(`\r\x1b[K${this.prefix}${status}`);
+        openStatus = this.console;
+      }
+    }
   }
 
   end(): void {
-    if (this.partial) this.line(this.partial);
+    if (this.partial) this.line(visible(this.partial));
     this.partial = '';
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
 
-  private line(line: string): void {
-    const clean = line.endsWith('\r') ? line.slice(0, -1) : line;
-    this.console?.write(`${this.prefix}${clean}\n`);
+  private line(clean: string): void {
+    if (this.console) {
+      if (openStatus) openStatus.write('\r\x1b[K');
+      openStatus = null;
+      this.console.write(`${this.prefix}${clean}\n`);
+    }
     if (this.keepTail) {
       this.tail.push(clean);
       if (this.tail.length > STDERR_TAIL_LINES) this.tail.shift();

@@ -5,7 +5,16 @@
 // interrupted attempt after the resumed step are dropped by the merge, so the merged
 // file describes the run that actually produced the final model. (The rank files must
 // be visible to rank 0: one node, or a shared file system.)
-import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
 
 /** One optimizer step on one rank. Times in ms; rates in images/s. */
 export interface StepRecord {
@@ -87,6 +96,7 @@ export class MetricsWriter {
     fresh: boolean,
   ) {
     this.file = path === undefined ? null : rankFile(path, rank);
+    if (this.file !== null) mkdirSync(dirname(this.file), { recursive: true });
     if (this.file !== null && fresh) rmSync(this.file, { force: true });
   }
 

@@ -1,4 +1,4 @@
-// Rank 0's progress display: one line rewritten in place on a terminal, plain lines every
+// Rank 0's progress display: one line with a bar, rewritten in place on a terminal, plain lines every
 // `logEvery` steps otherwise (logs, CI). Shows epoch, step, images/s across ranks, loss,
 // training accuracy, learning rate and the time left.
 
@@ -30,6 +30,15 @@ export function formatDuration(sec: number): string {
   return h > 0 ? `${h}:${pad(m)}:${pad(s % 60)}` : `${m}:${pad(s % 60)}`;
 }
 
+const BAR_WIDTH = 24;
+
+/** `[█████░░░░░]  42%` */
+export function bar(fraction: number): string {
+  const f = Math.min(1, Math.max(0, fraction));
+  const full = Math.round(f * BAR_WIDTH);
+  return `[${'█'.repeat(full)}${'░'.repeat(BAR_WIDTH - full)}] ${String(Math.floor(f * 100)).padStart(3)}%`;
+}
+
 export class Progress {
   private readonly out: NodeJS.WritableStream;
   private readonly tty: boolean;
@@ -48,7 +57,8 @@ export class Progress {
 
   constructor(opts: ProgressOptions) {
     this.out = opts.out ?? process.stdout;
-    this.tty = opts.tty ?? Boolean((opts.out ?? process.stdout).isTTY);
+    // TSDDP_TTY: set by the launcher for its workers when its own console is a terminal.
+    this.tty = opts.tty ?? (Boolean((opts.out ?? process.stdout).isTTY) || process.env.TSDDP_TTY === '1');
     this.logEvery = opts.logEvery;
   }
 
@@ -87,7 +97,7 @@ export class Progress {
     this.images = 0;
     this.windowStart = now;
     if (this.tty) {
-      this.out.write(`\r\x1b[K${text}`);
+      this.out.write(`\r\x1b[K${text}  ${bar(p.step / p.totalSteps)}`);
       this.lineOpen = true;
     } else this.out.write(`${text}\n`);
   }
