@@ -256,6 +256,18 @@ describe('save and resume (RELIABILITY 17)', () => {
       assert.deepEqual(tg.model.snapshot(), before, name);
       assertRngIsSeed(11);
     }
+    // A checkpoint saved with AMP scaling off (a disabled GradScaler's state is {}) does
+    // not half-load into a run that scales.
+    const noScaling = trainingState();
+    noScaling.scaler.state = {} as FakeScaler['state'];
+    const unscaled = await saveCheckpoint(newRoot(), noScaling);
+    const scaling = freshTargets();
+    await assert.rejects(loadCheckpoint(unscaled.dir, scaling, { worldSize: 2 }), (e: unknown) => {
+      assert.ok(e instanceof CheckpointError && e.code === 'INCOMPATIBLE', String(e));
+      assert.match(e.message, /empty GradScaler state/);
+      return true;
+    });
+    assert.equal(scaling.model.loadCalls + scaling.optimizer.loadCalls + scaling.scaler.loadCalls, 0);
     // strict: false accepts the extra target key, as load_state_dict(strict=False) does.
     const tg = freshTargets();
     tg.model.params['fc.extra'] = t.zeros([1]).keep();

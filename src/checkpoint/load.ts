@@ -316,6 +316,21 @@ function preflight(
       });
     }
   }
+  if (targets.scaler !== undefined) {
+    // A GradScaler's loadStateDict throws on an empty or non-numeric state only after the
+    // model and optimizer were applied; check here that each number it has is in the file.
+    const current = targets.scaler.stateDict() as Record<string, unknown> | null;
+    const saved = (decoded.scaler ?? {}) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(current ?? {})) {
+      if (typeof v === 'number' && !(typeof saved[k] === 'number' && Number.isFinite(saved[k]))) {
+        refuse(
+          Object.keys(saved).length === 0
+            ? 'the checkpoint has an empty GradScaler state (saved with AMP scaling off), this run scales'
+            : `GradScaler state '${k}' is ${String(saved[k])} in the checkpoint, a finite number is needed`,
+        );
+      }
+    }
+  }
   if (rngBytes !== null) {
     const n = t.defaultGenerator().getState().numel();
     if (n !== rngBytes.length) refuse(`RNG state is ${rngBytes.length} bytes, this generator's is ${n}`);
