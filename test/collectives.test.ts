@@ -266,3 +266,23 @@ describe('collective faults', () => {
     }
   });
 });
+
+describe('GLOO_SOCKET_IFNAME', () => {
+  test('selects the interface Gloo uses, as in torch.distributed; an unknown one is a clear error', async () => {
+    const lo = await runJob<{ sum?: number[]; error?: ErrorInfo }>('gloo-ifname', {
+      worldSize: 2,
+      env: { GLOO_SOCKET_IFNAME: 'lo' },
+    });
+    assert.deepEqual(
+      okResults(lo).map((r) => r.sum),
+      [[3], [3]],
+    );
+    const bad = await runJob<{ sum?: number[]; error?: ErrorInfo }>('gloo-ifname', {
+      worldSize: 1,
+      env: { GLOO_SOCKET_IFNAME: 'nosuchif0' },
+    });
+    const err = bad[0].result?.error;
+    assert.ok(err, `rank 0 should have failed: ${bad[0].stdout}${bad[0].stderr}`);
+    assert.match(err.message, /nosuchif0/);
+  });
+});

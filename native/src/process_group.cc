@@ -277,7 +277,9 @@ Napi::Value StoreDestroy(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------------------
 // Process groups
 
-// processGroupNew(storeHandle, rank, size, backend, timeoutMs, hostname?, prefix?) -> handle.
+// processGroupNew(storeHandle, rank, size, backend, timeoutMs, hostname?, prefix?, interfaces?)
+// -> handle. `interfaces` (GLOO_SOCKET_IFNAME: comma-separated) gives one Gloo device per
+// interface and wins over `hostname`.
 // The prefix keeps keys of a restarted attempt apart from the previous one's.
 Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
   const char* what = "initProcessGroup";
@@ -289,13 +291,21 @@ Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
   auto timeout = msArg(info[4], 1800000);
   std::string hostname = info.Length() > 5 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
   std::string prefixName = info.Length() > 6 && info[6].IsString() ? info[6].As<Napi::String>().Utf8Value() : "default_pg";
+  std::string interfaces = info.Length() > 7 && info[7].IsString() ? info[7].As<Napi::String>().Utf8Value() : "";
   return guarded(env, what, [&]() -> Napi::Value {
     if (backend != "gloo")
       throw std::runtime_error("backend '" + backend + "' is not available in this build (only 'gloo')");
     auto prefix = c10::make_intrusive<c10d::PrefixStore>(prefixName, store);
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                             : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+    for (size_t start = 0; start < interfaces.size();) {
+      size_t end = std::min(interfaces.find(',', start), interfaces.size());
+      if (end > start) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interfaces.substr(start, end - start)));
+      start = end + 1;
+    }
+    if (opts->devices.empty()) {
+      opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                               : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+    }
     auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("cpu/", prefix), rank, size, opts);
     auto pg = c10::make_intrusive<c10d::ProcessGroup>(prefix, rank, size);

@@ -100,6 +100,7 @@ export interface NativeAddon {
     timeoutMs: number,
     hostname?: string,
     prefix?: string,
+    interfaces?: string,
   ): number;
   processGroupDestroy(pg: number): void;
   allReduce(pg: number, tensor: number, op: string, timeoutMs?: number): Promise<void>;

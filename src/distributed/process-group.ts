@@ -178,7 +178,18 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
   if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
     throw new TypeError(`initProcessGroup(): rank ${rank} is out of range for worldSize ${worldSize}`);
   }
-  const h = native.processGroupNew(store.h, rank, worldSize, backend, timeoutMs, hostname, prefix);
+  // GLOO_SOCKET_IFNAME (comma-separated interfaces) wins over the hostname, as in torch.distributed.
+  const interfaces = process.env.GLOO_SOCKET_IFNAME ?? '';
+  const h = native.processGroupNew(
+    store.h,
+    rank,
+    worldSize,
+    backend,
+    timeoutMs,
+    hostname,
+    prefix,
+    interfaces,
+  );
   defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs);
   return defaultGroup;
 }
