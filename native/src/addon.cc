@@ -1,4 +1,5 @@
 // Module registration: each file contributes its functions to the exports object.
+#include <c10/util/Logging.h>
 #include <malloc.h>
 
 #include <cstdlib>
@@ -29,8 +30,11 @@ void tuneMalloc() {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  static std::once_flag tuned;  // worker threads load the addon too
-  std::call_once(tuned, tuneMalloc);
+  static std::once_flag once;  // worker threads load the addon too
+  std::call_once(once, [] {
+    tuneMalloc();
+    c10::initLogging();  // reads TORCH_CPP_LOG_LEVEL, as `import torch` does
+  });
   exports.Set("setErrorClass", Napi::Function::New(env, SetErrorClass));
   initTensor(env, exports);
   initDispatch(env, exports);
