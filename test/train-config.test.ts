@@ -170,7 +170,7 @@ test('flags: values, =, booleans, --no-, launcher flags kept apart', () => {
   );
 });
 
-test('a JSON config file (camelCase or kebab-case keys), overridden by flags; YAML refused clearly', () => {
+test('a JSON or YAML config file (camelCase or kebab-case keys), overridden by flags', () => {
   const file = join(tmp, 'c.json');
   writeFileSync(file, JSON.stringify({ model: 'resnet34', 'batch-size': 16, epochs: 7, nprocPerNode: 4 }));
   const a = parseTrainArgs(['--config', file, '--epochs', '3']);
@@ -180,8 +180,22 @@ test('a JSON config file (camelCase or kebab-case keys), overridden by flags; YA
   assert.equal(a.launch.nprocPerNode, '4');
   writeFileSync(file, JSON.stringify({ amp: 'fp32' }));
   assert.match(problems(() => parseTrainArgs(['--config', file]))[0], /'fp32' for option amp \(--amp\)/);
-  writeFileSync(join(tmp, 'c.yaml'), 'model: resnet18\n');
-  assert.match(problems(() => parseTrainArgs(['--config', join(tmp, 'c.yaml')]))[0], /YAML is not supported/);
+  const yaml = join(tmp, 'c.yaml');
+  writeFileSync(
+    yaml,
+    '# the recipe\nmodel: resnet18\nbatch-size: 64\nchannelsLast: true\nnproc-per-node: 2\n',
+  );
+  const y = parseTrainArgs(['--config', yaml, '--batch-size', '8']);
+  assert.equal(y.config.model, 'resnet18');
+  assert.equal(y.config.batchSize, 8);
+  assert.equal(y.config.channelsLast, true);
+  assert.equal(y.launch.nprocPerNode, '2');
+  writeFileSync(yaml, 'model: [resnet18\n');
+  assert.match(problems(() => parseTrainArgs(['--config', yaml]))[0], /c\.yaml is not valid YAML/);
+  writeFileSync(yaml, '- resnet18\n');
+  assert.match(problems(() => parseTrainArgs(['--config', yaml]))[0], /must hold a YAML mapping of options/);
+  writeFileSync(yaml, 'modle: resnet18\n');
+  assert.match(problems(() => parseTrainArgs(['--config', yaml])).join('\n'), /modle/);
   writeFileSync(file, '{ "model": ');
   assert.match(problems(() => parseTrainArgs(['--config', file]))[0], /not valid JSON/);
 });

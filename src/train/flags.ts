@@ -1,9 +1,10 @@
-// `tsddp train` arguments: a JSON config file (--config) overlaid with flags, the
+// `tsddp train` arguments: a JSON or YAML config file (--config) overlaid with flags, the
 // kebab-case forms of the options (--batch-size 64, --amp bf16, --channels-last,
 // --no-pin-memory, --lr=0.2), plus the launcher's own flags (--nproc-per-node,
 // --max-restarts, ...). Everything is validated by the schema in config.ts.
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import type { RawLaunchOptions } from '../launch/index.ts';
 import {
   allowedOptionsLine,
@@ -80,12 +81,7 @@ function fileError(message: string): ConfigError {
 
 /** Reads a config file: JSON (YAML would need a parser this installation does not include). */
 export function readConfigFile(path: string): Record<string, unknown> {
-  const ext = extname(path).toLowerCase();
-  if (ext === '.yaml' || ext === '.yml') {
-    throw fileError(
-      `config file ${path}: YAML is not supported (no YAML parser is installed with tsddp); write the same keys as JSON`,
-    );
-  }
+  const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase());
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -94,12 +90,12 @@ export function readConfigFile(path: string): Record<string, unknown> {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = yaml ? parseYaml(text) : JSON.parse(text);
   } catch (e) {
-    throw fileError(`config file ${path} is not valid JSON: ${(e as Error).message}`);
+    throw fileError(`config file ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw fileError(`config file ${path} must hold a JSON object of options`);
+    throw fileError(`config file ${path} must hold a ${yaml ? 'YAML mapping' : 'JSON object'} of options`);
   }
   // Keys may be camelCase (batchSize) or the flags' kebab-case (batch-size).
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), v]));
@@ -221,10 +217,10 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
 /** --help text: every option, its flag, allowed values, default and meaning. */
 export function trainHelp(): string {
   const lines = [
-    'Usage: tsddp train [--config file.json] [options]',
+    'Usage: tsddp train [--config file.json|file.yaml] [options]',
     '',
     'The classic DDP ResNet recipe. Runs as one worker (alone, or under tsrun/torchrun), or',
-    'launches --nproc-per-node workers itself. A JSON config file takes the same options',
+    'launches --nproc-per-node workers itself. A JSON or YAML config file takes the same options',
     '(camelCase or kebab-case keys); flags override it. Boolean options: --name, --no-name, --name=false.',
     '',
     'Options:',
