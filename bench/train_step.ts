@@ -22,9 +22,11 @@
 // the same environment otherwise. Memory allocation matters a lot here: with glibc's
 // default malloc, large activations are returned to the kernel and faulted back in every
 // step (tens of thousands of minor page faults per step, recorded per step in the JSON),
-// which costs up to half the step time on a VM. To compare without that, run both sides
-// with GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
-// (or LD_PRELOAD a caching allocator, as PyTorch's CPU tuning guide suggests).
+// which costs up to half the step time on a VM. tsddp's addon raises glibc's mmap and trim
+// thresholds when it loads (TSDDP_MALLOC_TUNING=0 turns that off); PyTorch keeps glibc's
+// defaults. To give PyTorch the same allocator behaviour, run with
+// GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
+// (both sides inherit it), as PyTorch's CPU tuning guide suggests for a caching allocator.
 // tsddp's live tensor count is recorded after every measured step: it must be flat.
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
