@@ -1,6 +1,8 @@
 // `tsddp` command line: subcommands are added by the issues that build them.
 import { Command } from 'commander';
+import { registerDemoCommand } from './demo.ts';
 import { infoCommand } from './info.ts';
+import { registerReportCommand } from './report.ts';
 import { registerRunCommand } from './run.ts';
 import { registerTrainCommand } from './train.ts';
 
@@ -16,5 +18,7 @@ program
 
 registerRunCommand(program);
 registerTrainCommand(program);
+registerDemoCommand(program);
+registerReportCommand(program);
 
 await program.parseAsync(process.argv);
