@@ -172,6 +172,25 @@ function ensureSystemDeps() {
   return glooRoot;
 }
 
+// ---- step 2b: Chromium, for the dashboard's browser test (training does not need it) ----
+function ensureChromium() {
+  const found = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].some((p) => existsSync(p));
+  if (process.env.CHROMIUM_PATH || found || onPath('chromium')) return;
+  // fonts-liberation is only a Recommends of chromium: without a font the page has no text.
+  const pkgs = ['chromium', 'fonts-liberation'];
+  const cmd = `apt-get update && apt-get install -y --no-install-recommends ${pkgs.join(' ')}`;
+  if (!isRoot()) {
+    log(`chromium is missing (the dashboard's browser test needs it); install it with: sudo sh -c '${cmd}'`);
+    return;
+  }
+  log('installing chromium with apt (for the dashboard test)');
+  try {
+    aptInstall(pkgs);
+  } catch (e) {
+    log(`chromium not installed (${e.message}); the dashboard test fails until it is: ${cmd}`);
+  }
+}
+
 // ---- step 3: node_modules ----
 // npm rewrites node_modules/.package-lock.json on every install: it is the install stamp.
 function ensureNodeModules() {
@@ -271,6 +290,8 @@ function main() {
   };
   step = 'gloo headers';
   const glooRoot = ensureSystemDeps();
+  step = 'chromium';
+  ensureChromium();
   step = 'npm ci';
   ensureNodeModules();
   step = 'build';

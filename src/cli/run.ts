@@ -37,9 +37,36 @@ const FLAGS: [string, string | null, string][] = [
   ['run-id', '<id>', "job id shared by all nodes (default 'none'; random with --standalone)"],
   ['rdzv-timeout', '<s>', 'seconds to wait for all nodes to join (and to finish) (default 600)'],
   ['term-timeout', '<s>', 'seconds between SIGTERM and SIGKILL when stopping workers (default 10)'],
+  [
+    'dashboard',
+    '[port]',
+    'serve a live dashboard on 127.0.0.1:<port> while the job runs (no port, or 0: a free one)',
+  ],
 ];
 
 const camel = (flag: string) => flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+
+// Flags that take the next argument as their value (both spellings).
+const VALUE_FLAGS = new Set(
+  FLAGS.filter(([, v]) => v?.startsWith('<')).flatMap(([f]) => [`--${f}`, `--${f.replaceAll('-', '_')}`]),
+);
+
+/**
+ * commander gives an optional value to `--dashboard` whatever follows it; a bare
+ * `--dashboard` must not take the script (`tsrun --dashboard train.ts`) as its port.
+ */
+function bareDashboard(argv: string[]): string[] {
+  const out = [...argv];
+  for (let i = 0; i < out.length; i++) {
+    const a = out[i];
+    if (!a.startsWith('-') || a === '--') break; // the script: the rest is its own
+    if (a === '--dashboard') {
+      if (/^\d+$/.test(out[i + 1] ?? '')) i++;
+      else out[i] = '--dashboard=0';
+    } else if (VALUE_FLAGS.has(a)) i++;
+  }
+  return out;
+}
 
 /** Builds the command; `name` is 'run' under `tsddp`, 'tsrun' as its own program. */
 export function runCommand(name = 'run'): Command {
@@ -50,6 +77,8 @@ export function runCommand(name = 'run'): Command {
     .argument('[args...]', 'arguments passed to the script')
     .passThroughOptions()
     .action(runAction);
+  const parseOptions = cmd.parseOptions.bind(cmd);
+  cmd.parseOptions = (argv) => parseOptions(bareDashboard(argv));
   for (const [flag, value, help] of FLAGS) {
     cmd.option(`--${flag}${value ? ` ${value}` : ''}`, help);
     // torchrun also accepts underscores (--nproc_per_node).
@@ -65,7 +94,9 @@ export function registerRunCommand(program: Command): void {
   program.addCommand(runCommand());
 }
 
-function rawOptions(opts: Record<string, string | boolean | undefined>): RawLaunchOptions {
+function rawOptions(
+  opts: Record<string, string | boolean | undefined>,
+): RawLaunchOptions & { dashboard?: string | boolean } {
   const raw: Record<string, string | boolean | undefined> = {};
   for (const [flag] of FLAGS) {
     raw[camel(flag)] = opts[camel(flag)] ?? opts[flag.replaceAll('-', '_')];

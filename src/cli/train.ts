@@ -3,10 +3,19 @@
 // a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
 // same options, minus the launcher's.
 
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { cuda } from '../core/runtime.ts';
-import { ConfigError, parseTrainArgs, type TrainArgs, train, trainHelp } from '../train/index.ts';
+import {
+  ConfigError,
+  METRICS_FILE_ENV,
+  parseTrainArgs,
+  type TrainArgs,
+  type TrainConfig,
+  train,
+  trainHelp,
+} from '../train/index.ts';
 
 export function registerTrainCommand(program: Command): void {
   program
@@ -25,11 +34,18 @@ function rankLabel(): string {
   return process.env.RANK === undefined ? '' : ` (rank ${process.env.RANK})`;
 }
 
+/** `--dashboard` without a port means a free one (0). */
+function dashboardDefault(argv: string[]): string[] {
+  return argv.map((a, i) =>
+    a === '--dashboard' && (i + 1 === argv.length || argv[i + 1].startsWith('--')) ? '--dashboard=0' : a,
+  );
+}
+
 /** Runs `tsddp train <argv>`; resolves with the exit code. */
 export async function trainCommand(argv: string[]): Promise<number> {
   let args: TrainArgs;
   try {
-    args = parseTrainArgs(argv);
+    args = parseTrainArgs(dashboardDefault(argv));
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tsddp train: error: ${e.message}\n(tsddp train --help lists the options)\n`);
@@ -46,13 +62,19 @@ export async function trainCommand(argv: string[]): Promise<number> {
       `tsddp train: warning: launcher options (${Object.keys(args.launch).join(', ')}) apply only with --nproc-per-node; ignored\n`,
     );
   }
-  if (args.config.dashboard !== undefined && process.env.RANK === undefined) {
+  if (args.config.dashboard !== undefined && !underLauncher) return trainWithDashboard(args.config);
+  // A launcher with --dashboard tells its workers where to write metrics; one without does not serve it.
+  if (args.config.dashboard !== undefined && !process.env[METRICS_FILE_ENV] && process.env.RANK === '0') {
     process.stderr.write(
-      'tsddp train: warning: the dashboard is not part of this build yet; --dashboard is ignored\n',
+      'tsddp train: warning: under a launcher, the launcher serves the dashboard: give --dashboard to tsrun; ignored here\n',
     );
   }
+  return runTrain(args.config);
+}
+
+async function runTrain(config: TrainConfig): Promise<number> {
   try {
-    await train(args.config);
+    await train(config);
     return 0;
   } catch (e) {
     const err = e as Error;
@@ -77,9 +99,34 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     return 2;
   }
   if (args.config.dashboard !== undefined) {
-    process.stderr.write(
-      'tsddp train: warning: the dashboard is not part of this build yet; --dashboard is ignored\n',
-    );
+    const { metricsFile } = args.config;
+    cfg.dashboard = { port: args.config.dashboard, metricsFile: metricsFile && resolve(metricsFile) };
   }
   return launch(cfg);
+}
+
+/** One process, no launcher: it serves the dashboard itself. */
+async function trainWithDashboard(config: TrainConfig): Promise<number> {
+  const { DashboardError, defaultMetricsFile, withDashboard } = await import('../dashboard/index.ts');
+  const metricsFile = resolve(config.metricsFile ?? defaultMetricsFile('local'));
+  try {
+    return await withDashboard(
+      {
+        port: config.dashboard ?? 0,
+        metricsFile,
+        runId: 'local',
+        worldSize: 1,
+        maxRestarts: 0,
+        log: (line) => process.stderr.write(`tsddp train: ${line} (metrics: ${metricsFile})\n`),
+      },
+      (report) => {
+        report.attempt(0);
+        return runTrain({ ...config, metricsFile });
+      },
+    );
+  } catch (e) {
+    if (!(e instanceof DashboardError)) throw e;
+    process.stderr.write(`tsddp train: error: ${e.message}\n`);
+    return 1;
+  }
 }

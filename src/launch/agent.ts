@@ -22,6 +22,16 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 // After the grace period and SIGKILL, how long to wait for the kernel to report the exits.
 const KILL_WAIT_MS = 5000;
 
+/** What the launcher's dashboard (or another observer) hears from the agent. */
+export interface AgentHooks {
+  /** Added to every worker's environment. */
+  workerEnv?: Record<string, string>;
+  /** A gang of workers started: attempt 0, then one per restart. */
+  onAttempt?: (attempt: number) => void;
+  /** An attempt failed; `summary` is the launcher's first-failure report. */
+  onFailure?: (attempt: number, summary: string) => void;
+}
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 function log(msg: string): void {
@@ -45,7 +55,10 @@ export class Agent {
   private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
   private readonly killOnExit = () => this.killAll();
 
-  constructor(private readonly cfg: LaunchConfig) {}
+  constructor(
+    private readonly cfg: LaunchConfig,
+    private readonly hooks: AgentHooks = {},
+  ) {}
 
   /** Runs the job to the end; resolves with the launcher's exit code. */
   async run(): Promise<number> {
@@ -110,6 +123,7 @@ export class Agent {
     for (let attempt = 0; ; attempt++) {
       await rdzv.join(attempt, () => this.stopped());
       this.spawnWorkers(attempt, port);
+      this.hooks.onAttempt?.(attempt);
       let outcome = await this.monitor(rdzv, attempt);
       if (outcome.kind === 'succeeded') {
         if (cfg.nnodes === 1 || (await rdzv.finish(attempt, () => this.stopped())) === 'done') {
@@ -148,6 +162,7 @@ export class Agent {
         return 1;
       }
       log(`attempt ${attempt} failed: ${summary.split('\n')[0]}`);
+      this.hooks.onFailure?.(attempt, summary);
       if (attempt < cfg.maxRestarts) {
         log(`restarting all workers (restart ${attempt + 1} of --max-restarts ${cfg.maxRestarts})`);
         continue;
@@ -196,6 +211,7 @@ export class Agent {
         TSDDP_USE_AGENT_STORE: '1',
         [LAUNCHER_PID_ENV]: String(process.pid),
       };
+      Object.assign(env, this.hooks.workerEnv);
       if (cfg.ompNumThreads !== undefined) env.OMP_NUM_THREADS = String(cfg.ompNumThreads);
       // Workers write to pipes; tell them the console is a terminal, so that a progress
       // line is redrawn in place (StreamSink passes it through).
@@ -328,7 +344,9 @@ export class Agent {
   }
 }
 
-/** Runs a job as `tsrun` does; resolves with the exit code for the launcher. */
-export function launch(cfg: LaunchConfig): Promise<number> {
-  return new Agent(cfg).run();
+/** Runs a job as `tsrun` does (with its dashboard, if asked); resolves with the exit code for the launcher. */
+export async function launch(cfg: LaunchConfig): Promise<number> {
+  if (cfg.dashboard === undefined) return new Agent(cfg).run();
+  const { launchWithDashboard } = await import('../dashboard/launch.ts');
+  return launchWithDashboard(cfg, (hooks) => new Agent(cfg, hooks).run(), log);
 }

@@ -42,6 +42,12 @@ export interface LaunchConfig {
   termTimeoutMs: number;
   /** OMP_NUM_THREADS for workers, or undefined when the user's environment sets it. */
   ompNumThreads?: number;
+  /** --dashboard: serve the live dashboard on 127.0.0.1:port (0: a free port). */
+  dashboard?: {
+    port: number;
+    /** The workers' metrics file; by default the launcher picks one (TSDDP_METRICS_FILE). */
+    metricsFile?: string;
+  };
 }
 
 /** The flags as commander hands them over (all optional strings/booleans). */
@@ -136,7 +142,7 @@ export function parseStdSelector(flag: string, raw: string, nproc: number): StdS
 export function resolveLaunchConfig(
   script: string,
   scriptArgs: string[],
-  raw: RawLaunchOptions,
+  raw: RawLaunchOptions & { dashboard?: string | boolean },
   env: NodeJS.ProcessEnv = process.env,
   cudaDevices: () => number = () => 0,
 ): LaunchConfig {
@@ -203,5 +209,10 @@ export function resolveLaunchConfig(
     termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
     // Cores divided among the local workers, so they do not oversubscribe the machine.
     ompNumThreads: ompSet ? undefined : Math.max(1, Math.floor(availableParallelism() / nproc)),
+    // `--dashboard` alone: a free port.
+    dashboard:
+      raw.dashboard === undefined || raw.dashboard === false
+        ? undefined
+        : { port: raw.dashboard === true ? 0 : int('--dashboard', raw.dashboard, 0, 0, 65535) },
   };
 }

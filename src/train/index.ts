@@ -32,6 +32,7 @@ export { parseTrainArgs, readConfigFile, type TrainArgs, trainHelp } from './fla
 export {
   type EvalRecord,
   effectiveRecords,
+  METRICS_FILE_ENV,
   type MetricRecord,
   MetricsWriter,
   mergeMetrics,

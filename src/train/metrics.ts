@@ -41,6 +41,9 @@ export interface StepRecord {
   overlapMs?: number;
   /** Live tensors after the step: flat in a healthy loop. */
   liveTensors: number;
+  /** The run's plan (for the dashboard's ETA): the step it stops at and its epochs. */
+  totalSteps?: number;
+  epochs?: number;
   time: number;
 }
 
@@ -80,6 +83,9 @@ export interface SummaryRecord {
 }
 
 export type MetricRecord = StepRecord | EvalRecord | ResumeRecord | SummaryRecord;
+
+/** A launcher serving the dashboard names the workers' metrics file here; train() uses it when none is given. */
+export const METRICS_FILE_ENV = 'TSDDP_METRICS_FILE';
 
 export function rankFile(path: string, rank: number): string {
   return `${path}.rank${rank}`;

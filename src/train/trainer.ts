@@ -24,7 +24,13 @@ import {
 } from './config.ts';
 import { buildDatasets, buildLoaders, prepareImages, seedBatchGenerator } from './data.ts';
 import { type EvalResult, evaluate } from './evaluate.ts';
-import { type EvalRecord, MetricsWriter, mergeMetrics, type StepRecord } from './metrics.ts';
+import {
+  type EvalRecord,
+  METRICS_FILE_ENV,
+  MetricsWriter,
+  mergeMetrics,
+  type StepRecord,
+} from './metrics.ts';
 import { Progress } from './progress.ts';
 import { buildScheduler } from './schedule.ts';
 
@@ -153,7 +159,10 @@ export async function train(
   input: TrainConfig | TrainConfigInput,
   hooks: TrainHooks = {},
 ): Promise<TrainResult> {
-  const c = parseConfig(input);
+  const parsed = parseConfig(input);
+  // Under a launcher serving the dashboard, metrics go where it reads them.
+  const envMetrics = process.env[METRICS_FILE_ENV];
+  const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
   const started = now();
   const d = setupDistributed(c);
   const { rank, worldSize } = d;
@@ -414,6 +423,8 @@ export async function train(
             commMs: stats?.backwardCommMs,
             overlapMs: stats?.backwardCommOverlapMs,
             liveTensors: t.memory().tensors,
+            totalSteps: endStep,
+            epochs: c.epochs,
             time: Date.now(),
           };
           metrics.write(record);
