@@ -1,4 +1,4 @@
-export { Agent, launch } from './agent.ts';
+export { Agent, type AgentHooks, launch } from './agent.ts';
 export { glooHostnameFor, localAddressToward } from './network.ts';
 export {
   DEFAULT_MASTER_PORT,

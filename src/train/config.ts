@@ -144,7 +144,11 @@ export const OPTIONS = {
   ),
   seed: intOpt(0, 0, 'seed of the model init, sampler and augmentations'),
   metricsFile: strOpt('JSONL metrics of all ranks (rank files <file>.rank<N> meanwhile)', 'a file path'),
-  dashboard: intOptional(0, 'port of the live dashboard (served by the launcher)', 65535),
+  dashboard: intOptional(
+    0,
+    'port of the live dashboard on 127.0.0.1 (0 or a bare flag: a free port; served by the launcher, or by a single process itself)',
+    65535,
+  ),
   logEvery: intOpt(1, 10, 'steps between progress lines (when not a terminal)'),
 } satisfies Record<string, OptionSpec>;
 
