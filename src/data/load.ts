@@ -38,14 +38,43 @@ export async function loadBatch(
   numWorkers: number,
   collate: CollateFn = defaultCollate,
 ): Promise<{ ok: true; batch: ArrayBatch } | { ok: false; failure: SampleFailure }> {
-  const samples: Sample[] = [];
-  for (let k = 0; k < task.indices.length; k++) {
+  const n = task.indices.length;
+  const samples: Sample[] = new Array(n);
+  // A dataset that declares `concurrentGets: N` (ImageFolder: its decodes run on libvips'
+  // threads) gets up to N get() calls running at once: a decode's thread hand-offs then
+  // overlap with the transforms of the samples before it. Others are called one at a time,
+  // as PyTorch does. Each sample's random stream depends only on its index and position,
+  // so the batch is the same either way; a failure is reported for the first failing
+  // sample in batch order.
+  const ahead = Math.max(0, (dataset.concurrentGets ?? 1) - 1);
+  const pending: (Promise<Sample> | undefined)[] = new Array(n);
+  let started = 0;
+  const start = (k: number): Sample | Promise<Sample> => {
     const index = task.indices[k];
+    const rng = sampleRng(task.baseSeed, task.epoch, index, task.position + k);
+    return dataset.get(index, { rng, workerId, numWorkers, epoch: task.epoch });
+  };
+  for (let k = 0; k < n; k++) {
     try {
-      const rng = sampleRng(task.baseSeed, task.epoch, index, task.position + k);
-      samples.push(await dataset.get(index, { rng, workerId, numWorkers, epoch: task.epoch }));
+      if (started === k) {
+        started++;
+        const s = start(k);
+        if (!(s instanceof Promise)) {
+          samples[k] = s; // a synchronous dataset: nothing to overlap
+          continue;
+        }
+        pending[k] = s;
+      }
+      for (; started < n && started <= k + ahead; started++) {
+        const j = started;
+        const p = Promise.resolve().then(() => start(j));
+        p.catch(() => {}); // awaited (and reported) in order below
+        pending[started] = p as Promise<Sample>;
+      }
+      samples[k] = await (pending[k] as Promise<Sample>);
+      pending[k] = undefined;
     } catch (e) {
-      return { ok: false, failure: describeFailure(e, index) };
+      return { ok: false, failure: describeFailure(e, task.indices[k]) };
     }
   }
   try {

@@ -51,6 +51,11 @@ export interface Dataset<S extends Sample = Sample> {
   get(index: number, ctx: SampleContext): S | Promise<S>;
   /** How a worker thread builds the same dataset (needed for numWorkers > 0). */
   workerSpec?(): DatasetSpec;
+  /**
+   * How many `get()` calls may run at once (default 1). An async `get` that waits on
+   * native threads (ImageFolder: libvips decodes) overlaps its waits with the next one.
+   */
+  readonly concurrentGets?: number;
 }
 
 /** A function or class exported by a module, found by URL/path and export name. */

@@ -3,7 +3,7 @@
 // that cannot be decoded raises a DataError naming it, or — with onError: 'skip' — is
 // replaced by the next decodable image (with that image's own label, so no label shifts),
 // counted and logged once.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
@@ -26,7 +26,7 @@ export interface ImageFolderOptions {
 }
 
 type SharpLike = (
-  input: string,
+  input: string | Buffer,
   opts?: Record<string, unknown>,
 ) => {
   removeAlpha(): ReturnType<SharpLike>;
@@ -54,13 +54,17 @@ function loadSharp(): Promise<SharpLike> {
   return sharpModule;
 }
 
-/** Decodes an image file into uint8 [H, W, 3] RGB (grayscale and CMYK converted, alpha dropped). */
-export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
+/**
+ * Decodes encoded image bytes into uint8 [H, W, 3] RGB. The whole image is decoded even
+ * when a transform crops it: libvips stops reading below a cut-out window, so a
+ * truncated file would pass unnoticed. The result may be a view on sharp's buffer.
+ */
+async function decodeBytes(bytes: Buffer, path: string): Promise<NdArray<Uint8Array>> {
   const sharp = await loadSharp();
   let out: { data: Buffer; info: { width: number; height: number; channels: number } };
   try {
     // failOn 'error': truncated or corrupt files fail instead of decoding to grey.
-    out = await sharp(path, { failOn: 'error' }).removeAlpha().toColourspace('srgb').raw().toBuffer({
+    out = await sharp(bytes, { failOn: 'error' }).removeAlpha().toColourspace('srgb').raw().toBuffer({
       resolveWithObject: true,
     });
   } catch (e) {
@@ -69,8 +73,28 @@ export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
   const { width, height, channels } = out.info;
   if (channels !== 3)
     throw new DataError(`cannot decode image ${path}: got ${channels} channels, expected RGB`, path);
-  const data = new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.length).slice();
-  return { data, shape: [height, width, 3] };
+  return {
+    data: new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.length),
+    shape: [height, width, 3],
+  };
+}
+
+/** The file's bytes; a read error becomes a DataError naming the file. */
+function readImageFile(path: string): Buffer {
+  try {
+    // Read here rather than by libvips from the path: cheaper for small files (libvips'
+    // file source costs more per image, bench/dataloader.ts), and a loader waits either way.
+    return readFileSync(path);
+  } catch (e) {
+    throw new DataError(`cannot decode image ${path}: ${(e as Error).message}`, path, { cause: e });
+  }
+}
+
+/** Decodes an image file into uint8 [H, W, 3] RGB (grayscale and CMYK converted, alpha dropped). */
+export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
+  const img = await decodeBytes(readImageFile(path), path);
+  // A copy with its own ArrayBuffer, which a worker can transfer (sharp's Buffer is owned by sharp).
+  return { data: img.data.slice(), shape: img.shape };
 }
 
 function walk(dir: string, exts: Set<string>, out: string[]): void {
@@ -90,6 +114,11 @@ export class ImageFolder {
   readonly samples: [string, number][];
   readonly transform: Transform | undefined;
   readonly onError: 'raise' | 'skip';
+  /**
+   * How many get() calls a loader may have running at once (see loadBatch): decoding
+   * happens on libvips' threads, and files are independent, so several can overlap.
+   */
+  readonly concurrentGets = 4;
   /** Samples replaced because they could not be decoded (onError: 'skip'). */
   skipped = 0;
   private readonly warnedPaths = new Set<string>();
@@ -139,12 +168,15 @@ export class ImageFolder {
     if (!Number.isInteger(i) || i < 0 || i >= this.length) {
       throw new RangeError(`ImageFolder: index ${i} out of range for ${this.length} samples`);
     }
+    if (this.transform !== undefined && ctx === undefined)
+      throw new TypeError('ImageFolder.get(): a transform needs the sample context (ctx.rng)');
     let image: NdArray<Uint8Array> | undefined;
     let label = 0;
     for (let k = 0; k < this.length && image === undefined; k++) {
       const [path, l] = this.samples[(i + k) % this.length];
       try {
-        image = await decodeImage(path);
+        // With a transform, sharp's buffer is read once and dropped: no copy.
+        image = this.transform ? await decodeBytes(readImageFile(path), path) : await decodeImage(path);
         label = l;
       } catch (e) {
         const missingSharp = !(e instanceof DataError) || e.path === undefined;
@@ -158,10 +190,11 @@ export class ImageFolder {
     }
     if (image === undefined)
       throw new DataError(`ImageFolder: no image in ${this.options.root} could be decoded`);
-    if (this.transform === undefined) return { image, label };
-    if (ctx === undefined)
-      throw new TypeError('ImageFolder.get(): a transform needs the sample context (ctx.rng)');
-    return { image: this.transform.apply(image, ctx.rng), label };
+    if (this.transform === undefined || ctx === undefined) return { image, label };
+    const out = this.transform.apply(image, ctx.rng);
+    // A transform that returned the decoded pixels themselves gets them copied, as decodeImage does.
+    if (out.data.buffer === image.data.buffer) return { image: { ...out, data: out.data.slice() }, label };
+    return { image: out, label };
   }
 
   workerSpec(): DatasetSpec {

@@ -103,6 +103,7 @@ export function crop(
 
 export function hflip(img: Image): Image {
   const g = geometry(img);
+  if (g.hwc) return hflipHwc(img as HwcImage, g);
   const out = alloc(g, g.h, g.w);
   const cs = channelStride(g);
   for (let y = 0; y < g.h; y++) {
@@ -159,10 +160,11 @@ export function resizedCrop(
       `resizedCrop: window (${top}, ${left}, ${h}, ${w}) is outside the ${g.h}x${g.w} image`,
     );
   }
-  const out = alloc(g, outH, outW);
-  const og: Geometry = { ...g, h: outH, w: outW };
+  if (g.hwc) return resizeHwc(img as HwcImage, top, left, h, w, outH, outW);
   const ty = taps(g.h, outH, top, h);
   const tx = taps(g.w, outW, left, w);
+  const out = alloc(g, outH, outW);
+  const og: Geometry = { ...g, h: outH, w: outW };
   const cs = channelStride(g);
   const ocs = channelStride(og);
   const src = img.data;
@@ -189,6 +191,151 @@ export function resizedCrop(
     }
   }
   return out;
+}
+
+/** hflip of a uint8 [H, W, C] image: one pass over rows, no per-pixel index arithmetic. */
+function hflipHwc(img: HwcImage, g: Geometry): HwcImage {
+  const { h, w, c } = g;
+  const src = img.data;
+  const out = new Uint8Array(src.length);
+  const row = w * c;
+  for (let y = 0; y < h; y++) {
+    const r = y * row;
+    if (c === 3) {
+      // RGB, the common case, unrolled: the generic loop runs several times slower.
+      for (let s = r, o = r + row - 3; o >= r; s += 3, o -= 3) {
+        out[o] = src[s];
+        out[o + 1] = src[s + 1];
+        out[o + 2] = src[s + 2];
+      }
+    } else {
+      for (let x = 0, o = r + row - c; x < row; x += c, o -= c) {
+        for (let k = 0; k < c; k++) out[o + k] = src[r + x + k];
+      }
+    }
+  }
+  return { data: out, shape: [h, w, c] };
+}
+
+/** How resizeHwc writes its result. */
+export interface ResizeOutput {
+  /** Mirror left-right (RandomHorizontalFlip after the resize, in the same pass). */
+  flip?: boolean;
+  /**
+   * float32 [C, H, W] through a 256-entry table per channel (ToTensor, or ToTensor +
+   * Normalize) instead of uint8 [H, W, C]: each uint8 result is looked up, so the values
+   * are those of the separate transforms.
+   */
+  tables?: Float32Array[];
+}
+
+/**
+ * resizedCrop for uint8 [H, W, C] images (decoded images: the hot path of ImageFolder),
+ * optionally mirrored and converted to float in the same pass. Same arithmetic in the
+ * same order as the generic loop — so the same bytes — with the taps turned into byte
+ * offsets once per row and column instead of per value.
+ */
+export function resizeHwc(
+  img: HwcImage,
+  top: number,
+  left: number,
+  h: number,
+  w: number,
+  outH: number,
+  outW: number,
+  output: ResizeOutput = {},
+): Image {
+  const g = geometry(img);
+  if (!g.hwc || top < 0 || left < 0 || top + h > g.h || left + w > g.w || h < 1 || w < 1) {
+    throw new RangeError(
+      `resizeHwc: window (${top}, ${left}, ${h}, ${w}) is outside the ${g.h}x${g.w} uint8 image`,
+    );
+  }
+  const ty = taps(g.h, outH, top, h);
+  const tx = taps(g.w, outW, left, w);
+  const c = g.c;
+  const src = img.data;
+  const rowBytes = g.w * c;
+  // Per output column: byte offsets of its two source pixels and its weight (mirrored for a flip).
+  const x0 = new Int32Array(outW);
+  const x1 = new Int32Array(outW);
+  const lx = new Float64Array(outW);
+  for (let x = 0; x < outW; x++) {
+    const sx = output.flip ? outW - 1 - x : x;
+    x0[x] = tx.i0[sx] * c;
+    x1[x] = tx.i1[sx] * c;
+    lx[x] = tx.l[sx];
+  }
+  const n = outH * outW;
+  const tables = output.tables;
+  if (tables === undefined) {
+    const out = new Uint8Array(n * c);
+    for (let y = 0, o = 0; y < outH; y++) {
+      const r0 = ty.i0[y] * rowBytes;
+      const r1 = ty.i1[y] * rowBytes;
+      const ly = ty.l[y];
+      const my = 1 - ly;
+      for (let x = 0; x < outW; x++) {
+        const a = r0 + x0[x];
+        const b = r0 + x1[x];
+        const cc = r1 + x0[x];
+        const d = r1 + x1[x];
+        const wx = lx[x];
+        const mx = 1 - wx;
+        for (let k = 0; k < c; k++, o++) {
+          out[o] = lerp2(my, ly, mx, wx, src[a + k], src[b + k], src[cc + k], src[d + k]);
+        }
+      }
+    }
+    return { data: out, shape: [outH, outW, c] };
+  }
+  const out = new Float32Array(n * c);
+  if (c === 3) {
+    // RGB unrolled: each output pixel's four source offsets and weights are read once.
+    const [t0, t1, t2] = [0, 1, 2].map((k) => tables[k] ?? tables[0]);
+    for (let y = 0, o = 0; y < outH; y++) {
+      const r0 = ty.i0[y] * rowBytes;
+      const r1 = ty.i1[y] * rowBytes;
+      const ly = ty.l[y];
+      const my = 1 - ly;
+      for (let x = 0; x < outW; x++, o++) {
+        const a = r0 + x0[x];
+        const b = r0 + x1[x];
+        const cc = r1 + x0[x];
+        const d = r1 + x1[x];
+        const wx = lx[x];
+        const mx = 1 - wx;
+        out[o] = t0[lerp2(my, ly, mx, wx, src[a], src[b], src[cc], src[d])];
+        out[n + o] = t1[lerp2(my, ly, mx, wx, src[a + 1], src[b + 1], src[cc + 1], src[d + 1])];
+        out[2 * n + o] = t2[lerp2(my, ly, mx, wx, src[a + 2], src[b + 2], src[cc + 2], src[d + 2])];
+      }
+    }
+    return { data: out, shape: [c, outH, outW] };
+  }
+  for (let k = 0; k < c; k++) {
+    // One channel at a time: the output plane is written in order.
+    const tab = tables[k] ?? tables[0];
+    for (let y = 0, o = k * n; y < outH; y++) {
+      const r0 = ty.i0[y] * rowBytes + k;
+      const r1 = ty.i1[y] * rowBytes + k;
+      const ly = ty.l[y];
+      const my = 1 - ly;
+      for (let x = 0; x < outW; x++, o++) {
+        const wx = lx[x];
+        const mx = 1 - wx;
+        out[o] =
+          tab[lerp2(my, ly, mx, wx, src[r0 + x0[x]], src[r0 + x1[x]], src[r1 + x0[x]], src[r1 + x1[x]])];
+      }
+    }
+  }
+  return { data: out, shape: [c, outH, outW] };
+}
+
+/** One bilinear uint8 value: the arithmetic of resizedCrop's generic loop, rounded and clamped. */
+function lerp2(my: number, ly: number, mx: number, wx: number, a: number, b: number, c: number, d: number) {
+  const v = my * (mx * a + wx * b) + ly * (mx * c + wx * d);
+  // Round half up, as Math.round, but as an int32 (a fast table index): floor(v + 0.5) for v > 0.
+  return v >= 255 ? 255 : v <= 0 ? 0 : (v + 0.5) | 0;
 }
 
 /** Python's round(): halves go to the even neighbour (torchvision's crop arithmetic uses it). */

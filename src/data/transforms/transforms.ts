@@ -7,10 +7,12 @@ import {
   type ChwImage,
   crop,
   geometry,
+  type HwcImage,
   hflip,
   type Image,
   type PaddingMode,
   resizedCrop,
+  resizeHwc,
   roundHalfEven,
 } from './image.ts';
 
@@ -38,12 +40,30 @@ function hw(size: Size, what: string): [number, number] {
 /** Applies transforms in order. */
 export class Compose implements Transform {
   readonly transforms: Transform[];
+  /** What apply() runs: the transforms, with ToTensor + Normalize fused into one pass. */
+  private readonly steps: Transform[];
   constructor(transforms: (Transform | TransformSpec)[]) {
     this.transforms = transforms.map(buildTransform);
+    this.steps = [];
+    const ts = this.transforms;
+    for (let i = 0; i < ts.length; i++) {
+      if (ts[i] instanceof RandomResizedCrop) {
+        // RandomResizedCrop [+ RandomHorizontalFlip] [+ ToTensor [+ Normalize]]: one pass.
+        let j = i + 1;
+        const flip = ts[j] instanceof RandomHorizontalFlip ? (ts[j++] as RandomHorizontalFlip) : undefined;
+        const toTensor = ts[j] instanceof ToTensor ? (ts[j++] as ToTensor) : undefined;
+        const norm = toTensor && ts[j] instanceof Normalize ? (ts[j++] as Normalize) : undefined;
+        this.steps.push(new FusedResizedCrop(ts[i] as RandomResizedCrop, flip, toTensor, norm));
+        i = j - 1;
+      } else if (ts[i] instanceof ToTensor && ts[i + 1] instanceof Normalize) {
+        this.steps.push(new ToTensorNormalize(ts[i + 1] as Normalize));
+        i++;
+      } else this.steps.push(ts[i]);
+    }
   }
   apply(img: Image, rng: Rng): Image {
     let x = img;
-    for (const t of this.transforms) x = t.apply(x, rng);
+    for (const t of this.steps) x = t.apply(x, rng);
     return x;
   }
   toSpec(): TransformSpec {
@@ -216,18 +236,32 @@ export class RandomResizedCrop implements Transform {
   }
 }
 
+/** v / 255 in float32 for each byte value: what ToTensor computes, looked up instead of divided. */
+const UNIT = Float32Array.from({ length: 256 }, (_, v) => v / 255);
+
+/**
+ * uint8 [H, W, C] to float32 [C, H, W] through one 256-entry table per channel: the
+ * layout change and the per-value arithmetic in one pass. The table holds exactly what
+ * the step-by-step transforms compute, so results are the same bits.
+ */
+function hwcToChw(img: Image, tables: Float32Array[]): ChwImage {
+  const g = geometry(img);
+  const n = g.h * g.w;
+  const c = g.c;
+  const out = new Float32Array(c * n);
+  const src = img.data;
+  for (let k = 0; k < c; k++) {
+    const tab = tables[k] ?? tables[0];
+    for (let p = 0, q = k, o = k * n; p < n; p++, q += c, o++) out[o] = tab[src[q]];
+  }
+  return { data: out, shape: [c, g.h, g.w] };
+}
+
 /** torchvision.transforms.ToTensor: uint8 [H, W, C] to float32 [C, H, W] in [0, 1]. Float images pass through. */
 export class ToTensor implements Transform {
   apply(img: Image, _rng?: Rng): Image {
-    const g = geometry(img);
-    if (!g.hwc) return img;
-    const n = g.h * g.w;
-    const out = new Float32Array(g.c * n);
-    const src = img.data;
-    for (let p = 0; p < n; p++) {
-      for (let k = 0; k < g.c; k++) out[k * n + p] = src[p * g.c + k] / 255;
-    }
-    return { data: out, shape: [g.c, g.h, g.w] } satisfies ChwImage;
+    if (!geometry(img).hwc) return img;
+    return hwcToChw(img, [UNIT]);
   }
   toSpec(): TransformSpec {
     return { name: 'ToTensor' };
@@ -260,6 +294,82 @@ export class Normalize implements Transform {
   }
   toSpec(): TransformSpec {
     return { name: 'Normalize', options: { mean: this.mean, std: this.std } };
+  }
+}
+
+/**
+ * RandomResizedCrop, then optionally RandomHorizontalFlip, ToTensor and Normalize, in one
+ * pass over the output (Compose uses it for uint8 images): the same random draws in the
+ * same order and the same values as the transforms one after the other, without the
+ * intermediate images.
+ */
+class FusedResizedCrop implements Transform {
+  private readonly tables: Float32Array[] | undefined;
+  constructor(
+    readonly rrc: RandomResizedCrop,
+    private readonly flip: RandomHorizontalFlip | undefined,
+    private readonly toTensor: ToTensor | undefined,
+    private readonly normalize: Normalize | undefined,
+  ) {
+    this.tables = normalize ? undefined : toTensor ? [UNIT] : undefined;
+  }
+  private parts(): Transform[] {
+    return [this.rrc, this.flip, this.toTensor, this.normalize].filter((t) => t !== undefined);
+  }
+  apply(img: Image, rng: Rng): Image {
+    const g = geometry(img);
+    if (!g.hwc) {
+      let x = img;
+      for (const t of this.parts()) x = t.apply(x, rng);
+      return x;
+    }
+    return this.applyWindow(img, this.rrc.params(g.h, g.w, rng), rng);
+  }
+  /** The transforms on `img` with the crop window already drawn. */
+  applyWindow(img: Image, [top, left, h, w]: [number, number, number, number], rng: Rng): Image {
+    const flip = this.flip !== undefined && rng.random() < this.flip.p;
+    const [oh, ow] = this.rrc.size;
+    const tables = this.normalize ? normalizeTables(this.normalize, geometry(img).c) : this.tables;
+    return resizeHwc(img as HwcImage, top, left, h, w, oh, ow, { flip, tables });
+  }
+  toSpec(): TransformSpec {
+    return new Compose(this.parts()).toSpec();
+  }
+}
+
+const tableCache = new WeakMap<Normalize, Float32Array[]>();
+
+/** Normalize(ToTensor(v)) for the 256 byte values, per channel, rounded to float32 after each step as the transforms do. */
+function normalizeTables(n: Normalize, c: number): Float32Array[] {
+  if (n.mean.length !== c && n.mean.length !== 1) {
+    throw new RangeError(`Normalize: ${n.mean.length} means for ${c} channels`);
+  }
+  let tables = tableCache.get(n);
+  if (tables === undefined) {
+    tables = n.mean.map((m, k) => {
+      const fm = Math.fround(m);
+      const fs = Math.fround(n.std[k] ?? n.std[0]);
+      return UNIT.map((u) => Math.fround(u - fm) / fs);
+    });
+    tableCache.set(n, tables);
+  }
+  return tables;
+}
+
+/**
+ * ToTensor then Normalize in one pass (Compose uses it): per channel, a table of
+ * Normalize(ToTensor(v)) for the 256 byte values, rounded to float32 after each step as
+ * the two transforms do — the same bits as applying them one after the other.
+ */
+class ToTensorNormalize implements Transform {
+  constructor(private readonly normalize: Normalize) {}
+  apply(img: Image, rng: Rng): Image {
+    const g = geometry(img);
+    if (!g.hwc) return this.normalize.apply(img, rng);
+    return hwcToChw(img, normalizeTables(this.normalize, g.c));
+  }
+  toSpec(): TransformSpec {
+    return { name: 'Compose', options: { transforms: [new ToTensor().toSpec(), this.normalize.toSpec()] } };
   }
 }
 
