@@ -1,5 +1,6 @@
 // `tsddp` command line: subcommands are added by the issues that build them.
 import { Command } from 'commander';
+import { registerBenchCommand } from './bench.ts';
 import { registerDemoCommand } from './demo.ts';
 import { infoCommand } from './info.ts';
 import { registerReportCommand } from './report.ts';
@@ -19,6 +20,7 @@ program
 registerRunCommand(program);
 registerTrainCommand(program);
 registerDemoCommand(program);
+registerBenchCommand(program);
 registerReportCommand(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,38 @@
+// The machine a benchmark ran on, stated next to its numbers.
+import { readFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+
+export interface MachineInfo {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  platform: string;
+  node: string;
+  /** 1-minute load average at the start (others' work makes numbers noisy). */
+  loadAvg1: number;
+}
+
+function cpuModel(): string {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1].trim();
+  } catch {
+    // not Linux: os.cpus() below
+  }
+  return cpus()[0]?.model?.trim() || 'unknown CPU';
+}
+
+export function machineInfo(): MachineInfo {
+  return {
+    cpu: cpuModel(),
+    cores: availableParallelism(),
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    platform: `${process.platform}-${process.arch}`,
+    node: process.version,
+    loadAvg1: loadavg()[0],
+  };
+}
+
+export function describeMachine(m: MachineInfo): string {
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}`;
+}

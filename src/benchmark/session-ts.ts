@@ -1,0 +1,124 @@
+// The tsddp side of one benchmark case on one rank: a ResNet wrapped in
+// DistributedDataParallel, SGD, and one fixed synthetic batch, stepped like the PyTorch
+// side (bench/reference/ddp.py) steps its model.
+import { autocast } from '../amp/index.ts';
+import * as t from '../core/index.ts';
+import { type CommHook, DistributedDataParallel } from '../distributed/index.ts';
+import { type ResNet, resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
+import { SGD } from '../optim/index.ts';
+import type { BenchCase, BenchModelName } from './cases.ts';
+import type { CommSample, StepSample, StepsAnswer } from './protocol.ts';
+
+const BUILDERS: Record<BenchModelName, typeof resnet18> = {
+  resnet18,
+  resnet34,
+  resnet50,
+  resnet101,
+  resnet152,
+};
+
+export class TsDdpSession {
+  private readonly model: ResNet;
+  private readonly ddp: DistributedDataParallel<ResNet>;
+  private readonly opt: SGD;
+  private readonly x: t.Tensor;
+  private readonly y: t.Tensor;
+  private lastIteration = 0;
+  private lastLoss = Number.NaN;
+  readonly params: number;
+
+  constructor(
+    readonly c: BenchCase,
+    rank: number,
+  ) {
+    t.manualSeed(0);
+    const numClasses = c.stem === 'cifar' ? 10 : 1000;
+    this.model = BUILDERS[c.model]({ numClasses, stem: c.stem, widthMultiplier: c.widthMultiplier });
+    this.model.train();
+    if (c.channelsLast) this.model.to({ memoryFormat: 'channelsLast' });
+    this.params = this.model.parameters().length;
+    const hook: CommHook | undefined = c.hook === 'none' ? undefined : c.hook;
+    this.ddp = new DistributedDataParallel(this.model, { bucketCapMb: c.bucketCapMb, commHook: hook });
+    this.opt = new SGD(this.model.parameters(), { lr: 0.01, momentum: 0.9, weightDecay: 5e-4 });
+    // A different fixed batch per rank, made once: the model and DDP are measured, not data.
+    t.manualSeed(1 + rank);
+    this.x = t.tidy(() => {
+      const x = t.randn([c.batch, 3, c.size, c.size]);
+      return c.channelsLast ? x.to({ memoryFormat: 'channelsLast' }) : x;
+    });
+    this.x.keep();
+    this.y = t.randint(numClasses, [c.batch]).keep();
+  }
+
+  /** One optimizer step of `accum` micro-batches; all but the last skip gradient sync. */
+  private step(): StepSample {
+    const { c, ddp, x, y, opt } = this;
+    let bwd = 0;
+    const faults0 = process.resourceUsage().minorPageFault;
+    const t0 = performance.now();
+    opt.zeroGrad();
+    for (let m = 0; m < c.accum; m++) {
+      const micro = (): void => {
+        using _ = t.scope();
+        const forward = () => t.crossEntropy(ddp.forward(x) as t.Tensor, y);
+        const loss =
+          c.amp === 'bf16' ? autocast({ deviceType: 'cpu', dtype: 'bfloat16' }, forward) : forward();
+        const tb = performance.now();
+        (c.accum > 1 ? loss.div(c.accum) : loss).backward();
+        bwd += performance.now() - tb;
+        if (m === c.accum - 1) this.lastLoss = loss.item();
+      };
+      if (m < c.accum - 1) ddp.noSync(micro);
+      else micro();
+    }
+    const t1 = performance.now();
+    opt.step();
+    const t2 = performance.now();
+    // zeroGrad's share is counted with the forward, as on the PyTorch side.
+    const faults = process.resourceUsage().minorPageFault - faults0;
+    return {
+      fwd: (t1 - t0 - bwd) / 1000,
+      bwd: bwd / 1000,
+      opt: (t2 - t1) / 1000,
+      step: (t2 - t0) / 1000,
+      faults,
+    };
+  }
+
+  /** The Logger's numbers for the iteration that finished last, if they are new. */
+  private comm(): CommSample | null {
+    const ints = this.ddp.stats().raw.ints;
+    const iteration = ints.iteration ?? 0;
+    if (iteration <= this.lastIteration || ints.backward_comm_time === undefined) return null;
+    this.lastIteration = iteration;
+    return {
+      iteration,
+      commMs: ints.backward_comm_time / 1e6,
+      overlapMs: (ints.backward_compute_comm_overlap_time ?? 0) / 1e6,
+    };
+  }
+
+  steps(n: number): StepsAnswer {
+    const steps: StepSample[] = [];
+    const comm: CommSample[] = [];
+    for (let i = 0; i < n; i++) {
+      steps.push(this.step());
+      const s = this.comm();
+      if (s) comm.push(s);
+    }
+    return { steps, comm, loss: this.lastLoss };
+  }
+
+  close(): void {
+    this.ddp.destroy();
+    for (const state of this.opt.state.values()) {
+      for (const v of Object.values(state)) if (v instanceof t.Tensor) v.dispose();
+    }
+    const params = this.model.parameters();
+    for (const p of params) p.grad = null;
+    for (const p of params) p.dispose();
+    for (const b of this.model.buffers()) b.dispose();
+    this.x.dispose();
+    this.y.dispose();
+  }
+}
