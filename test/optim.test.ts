@@ -115,10 +115,11 @@ function stepsOf(run: Run): StepRecord[] {
 }
 
 /** Runs a case with tsddp's implementation `impl` and compares every step with PyTorch's `ref` run. */
-function runCase(name: string, c: OptCase, impl: 'foreach' | 'fused', ref: Impl): void {
+function runCase(name: string, c: OptCase, impl: 'default' | 'foreach' | 'fused', ref: Impl): void {
   t.tidy(() => {
     const params = freshParams(c);
-    const opt = makeOptimizer(c, params, impl === 'fused' ? { fused: true } : { foreach: true });
+    const flags = { default: {}, foreach: { foreach: true }, fused: { fused: true } }[impl];
+    const opt = makeOptimizer(c, params, flags);
     const steps = stepsOf(c.runs[ref]);
     c.grads.forEach((row, k) => {
       setGrads(params, row);
@@ -132,6 +133,9 @@ for (const [name, c] of Object.entries(fixture.optimizers)) {
   test(`${name}: multi-tensor step matches PyTorch's foreach and per-parameter implementations`, () => {
     runCase(name, c, 'foreach', 'foreach');
     runCase(name, c, 'foreach', 'single');
+  });
+  test(`${name}: the default step (per-parameter on CPU, as PyTorch) matches PyTorch's`, () => {
+    runCase(name, c, 'default', 'single');
   });
   test(`${name}: fused step matches PyTorch's fused implementation`, () => {
     const fusedRun = c.runs.fused;
