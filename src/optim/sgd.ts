@@ -98,7 +98,7 @@ export class SGD extends Optimizer {
     const weightDecay = hyper(group, 'weightDecay');
     const maximize = flag(group, 'maximize');
     const nesterov = flag(group, 'nesterov');
-    params.forEach((p, i) =>
+    params.forEach((p, i) => {
       t.tidy(() => {
         let grad = maximize ? grads[i].neg() : grads[i];
         if (weightDecay !== 0) grad = grad.add(p, { alpha: weightDecay });
@@ -113,8 +113,8 @@ export class SGD extends Optimizer {
           grad = nesterov ? grad.add(buf, { alpha: momentum }) : buf;
         }
         p.add_(grad, { alpha: -lr });
-      }),
-    );
+      });
+    });
   }
 
   /** PyTorch's _multi_tensor_sgd for one device and dtype. */
