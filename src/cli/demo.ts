@@ -1,12 +1,11 @@
 // `tsddp demo` (what `npm run demo` runs): the DDP recipe end to end on a machine with
-// nothing downloaded. Two local workers (or one per GPU) train a narrow ResNet-18 on the
+// nothing downloaded. Two local CPU workers (Gloo) train a narrow ResNet-18 on the
 // procedurally generated Shapes set with `tsddp train`, then the run's report is built and
 // the paths of the checkpoint, metrics and report are printed.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { latestCheckpoint } from '../checkpoint/index.ts';
-import { cuda } from '../core/runtime.ts';
 import { type EvalRecord, formatDuration, readJsonLines } from '../train/index.ts';
 import { trainCommand } from './train.ts';
 
@@ -25,9 +24,9 @@ export const DEMO_ARGS = [
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
-    .description('train a small ResNet with DDP on 2 local workers (or one per GPU) on Shapes, then report')
+    .description('train a small ResNet with DDP on 2 local workers on Shapes, then report')
     .option('--out <dir>', 'where the checkpoints, metrics and report go', 'runs/demo')
-    .option('--nproc-per-node <n>', 'workers (default: one per GPU, else 2)')
+    .option('--nproc-per-node <n>', 'workers', '2')
     .action(async (opts: { out: string; nprocPerNode?: string }) => {
       process.exitCode = await demo(opts);
     });
@@ -35,7 +34,8 @@ export function registerDemoCommand(program: Command): void {
 
 async function demo(opts: { out: string; nprocPerNode?: string }): Promise<number> {
   const out = resolve(opts.out);
-  const nproc = opts.nprocPerNode ?? String(cuda.isAvailable() ? cuda.deviceCount() : 2);
+  // CPU and Gloo: this addon does not build NCCL yet (see the README's limits).
+  const nproc = opts.nprocPerNode ?? '2';
   const metrics = resolve(out, 'metrics.jsonl');
   const checkpoints = resolve(out, 'checkpoints');
   const started = performance.now();
