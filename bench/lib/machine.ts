@@ -1,37 +1,10 @@
-// Facts about the machine a benchmark ran on, for its header line and JSON.
-import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg } from 'node:os';
+// Facts about the machine a benchmark ran on: the same description `tsddp bench` uses, plus
+// the load average at the start (others' work makes numbers noisy).
+import { describeMachine as describe, type MachineInfo } from '../../src/benchmark/machine.ts';
 
-export interface MachineInfo {
-  cpu: string;
-  cores: number;
-  node: string;
-  platform: string;
-  /** 1-minute load average when the benchmark started (others' work makes numbers noisy). */
-  loadAvg1: number;
-}
+export { type MachineInfo, machineInfo } from '../../src/benchmark/machine.ts';
 
-function cpuModel(): string {
-  try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    if (m) return m[1].trim();
-  } catch {
-    // not Linux: fall back to os.cpus()
-  }
-  return cpus()[0]?.model?.trim() || 'unknown CPU';
-}
-
-export function machineInfo(): MachineInfo {
-  return {
-    cpu: cpuModel(),
-    cores: availableParallelism(),
-    node: process.version,
-    platform: `${process.platform}-${process.arch}`,
-    loadAvg1: loadavg()[0],
-  };
-}
-
-/** One line: `AMD EPYC, 2 cores, linux-x64, Node v20.20.2, load 1.23`. */
+/** One line: `AMD EPYC, 2 cores, 24 GiB, linux-x64, Node v20.20.2, load 1.23`. */
 export function describeMachine(m: MachineInfo): string {
-  return `${m.cpu}, ${m.cores} cores, ${m.platform}, Node ${m.node}, load ${m.loadAvg1.toFixed(2)}`;
+  return `${describe(m)}, load ${m.loadAvg1.toFixed(2)}`;
 }
