@@ -3,15 +3,12 @@
 // (bench/reference/*.py --serve). The process idles on stdin between requests, so it
 // does not compete for the cores while the tsddp side is being measured.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { createInterface, type Interface } from 'node:readline';
+import { LineReader } from '../../src/benchmark/line-reader.ts';
 
 export class PythonWorker<Ready = unknown> {
   private readonly proc: ChildProcessWithoutNullStreams;
-  private readonly lines: Interface;
-  private readonly pending: string[] = [];
-  private waiter: ((line: string | null) => void) | null = null;
+  private readonly lines: LineReader;
   private stderrTail = '';
-  private closed = false;
   /** The first line the worker printed (its versions and settings). */
   ready!: Ready;
 
@@ -26,12 +23,7 @@ export class PythonWorker<Ready = unknown> {
     this.proc.stderr.on('data', (s: string) => {
       this.stderrTail = (this.stderrTail + s).slice(-4000);
     });
-    this.lines = createInterface({ input: this.proc.stdout });
-    this.lines.on('line', (line) => this.push(line));
-    this.lines.on('close', () => {
-      this.closed = true;
-      this.push(null);
-    });
+    this.lines = new LineReader(this.proc.stdout);
   }
 
   /** Starts the worker and waits for its first line (a JSON object). */
@@ -46,27 +38,10 @@ export class PythonWorker<Ready = unknown> {
     return w;
   }
 
-  private push(line: string | null): void {
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = null;
-      w(line);
-    } else if (line !== null) this.pending.push(line);
-  }
-
-  private nextLine(): Promise<string | null> {
-    const line = this.pending.shift();
-    if (line !== undefined) return Promise.resolve(line);
-    if (this.closed) return Promise.resolve(null);
-    return new Promise((resolve) => {
-      this.waiter = resolve;
-    });
-  }
-
   /** The next stdout line that parses as a JSON object; other lines (stray prints) are skipped. */
   private async readJson<T>(what: string): Promise<T> {
     for (;;) {
-      const line = await this.nextLine();
+      const line = await this.lines.next();
       if (line === null) {
         const tail = this.stderrTail.trim().split('\n').slice(-20).join('\n');
         throw new Error(`${this.python} ${this.script} exited during ${what}:\n${tail}`);
@@ -82,7 +57,7 @@ export class PythonWorker<Ready = unknown> {
 
   /** Sends one request and waits for its answer; an answer with `error` throws. */
   async request<T>(req: object): Promise<T> {
-    if (this.closed) throw new Error(`${this.script}: worker has exited`);
+    if (this.lines.closed) throw new Error(`${this.script}: worker has exited`);
     this.proc.stdin.write(`${JSON.stringify(req)}\n`);
     return this.readJson<T>(JSON.stringify(req));
   }

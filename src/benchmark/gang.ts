@@ -5,7 +5,7 @@
 // while the other side is measured.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { createInterface } from 'node:readline';
+import { LineReader } from './line-reader.ts';
 
 export interface GangSpec {
   /** Shown in errors: 'tsddp' or 'PyTorch'. */
@@ -27,9 +27,7 @@ process.on('exit', () => {
 
 class RankProcess {
   readonly proc: ChildProcessWithoutNullStreams;
-  private readonly pending: string[] = [];
-  private waiter: ((line: string | null) => void) | null = null;
-  private closed = false;
+  private readonly lines: LineReader;
   stderrTail = '';
 
   constructor(command: string, args: string[], env: NodeJS.ProcessEnv) {
@@ -39,42 +37,20 @@ class RankProcess {
       this.stderrTail = (this.stderrTail + s).slice(-4000);
     });
     this.proc.stdin.on('error', () => {}); // a dead worker is reported by its closed stdout
-    const lines = createInterface({ input: this.proc.stdout });
-    lines.on('line', (l) => this.push(l));
-    lines.on('close', () => {
-      this.closed = true;
-      this.push(null);
-    });
-  }
-
-  private push(line: string | null): void {
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = null;
-      w(line);
-    } else if (line !== null) this.pending.push(line);
-  }
-
-  private nextLine(): Promise<string | null> {
-    const line = this.pending.shift();
-    if (line !== undefined) return Promise.resolve(line);
-    if (this.closed) return Promise.resolve(null);
-    return new Promise((resolve) => {
-      this.waiter = resolve;
-    });
+    this.lines = new LineReader(this.proc.stdout);
   }
 
   /** The next stdout line that is a JSON object (other output is skipped); null at exit. */
   async nextJson(): Promise<Record<string, unknown> | null> {
     for (;;) {
-      const line = await this.nextLine();
+      const line = await this.lines.next();
       if (line === null) return null;
       if (line.startsWith('{')) return JSON.parse(line) as Record<string, unknown>;
     }
   }
 
   send(obj: object): void {
-    if (!this.closed) this.proc.stdin.write(`${JSON.stringify(obj)}\n`);
+    if (!this.lines.closed) this.proc.stdin.write(`${JSON.stringify(obj)}\n`);
   }
 }
 
