@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
+import { jpegDecoderName } from '../src/data/image-addon.ts';
 import { pairedRatios } from './lib/abab.ts';
 import { describeMachine, machineInfo } from './lib/machine.ts';
 import { findTorchPython, repoRoot } from './lib/python.ts';
@@ -339,8 +340,12 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
   const flip = new data.RandomHorizontalFlip();
   const toTensor = new data.ToTensor();
   const norm = new data.Normalize(IMAGENET_MEAN, IMAGENET_STD);
+  // What the loader runs: Compose fuses the four into one pass (C++ with tsddp_image.node).
+  const fused = new data.Compose([rrc, flip, toTensor, norm]);
   const stages: Record<string, number> = {};
+  let fusedMs = 0;
   for (let rep = 0; rep < 2; rep++) {
+    fusedMs = 0;
     for (const k of ['decode', 'RandomResizedCrop', 'RandomHorizontalFlip', 'ToTensor', 'Normalize'])
       stages[k] = 0;
     for (const [i, p] of files.entries()) {
@@ -356,6 +361,8 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
       const t4 = performance.now();
       norm.apply(c);
       const t5 = performance.now();
+      fused.apply(img, new data.Rng(seed, i));
+      fusedMs += performance.now() - t5;
       stages.decode += t1 - t0;
       stages.RandomResizedCrop += t2 - t1;
       stages.RandomHorizontalFlip += t3 - t2;
@@ -364,7 +371,8 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
     }
   }
   for (const k of Object.keys(stages)) stages[k] /= files.length;
-  // sharp's fixed cost per call: a 16x16 JPEG, decoded the same way.
+  fusedMs /= files.length;
+  // The decoder's fixed cost per call: a 16x16 JPEG, decoded the same way.
   const tiny = await sharp(Buffer.alloc(16 * 16 * 3, 128), { raw: { width: 16, height: 16, channels: 3 } })
     .jpeg()
     .toBuffer();
@@ -394,6 +402,7 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
   return {
     folder: stages,
     decode_16x16_ms: tinyMs,
+    fused_transforms_ms: fusedMs,
     shapes: { render: (s1 - s0) / n, transforms: (s2 - s1) / n },
     collate_224_per_image_ms: collateMs,
   };
@@ -529,8 +538,8 @@ const label = (c: string): [string, string] => {
 };
 const header = [
   `Machine: ${describeMachine(machine)}`,
-  `tsddp: libtorch ${t.buildInfo().torchVersion}, sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}, ` +
-    `concurrency ${sharp.concurrency()})` +
+  `tsddp: libtorch ${t.buildInfo().torchVersion}, JPEG decoder ${jpegDecoderName()}, sharp ${sharp.versions.sharp} ` +
+    `(libvips ${sharp.versions.vips}, concurrency ${sharp.concurrency()})` +
     (pyInfo
       ? ` · PyTorch: torch ${pyInfo.torch}, Python ${pyInfo.python}, Pillow ${pyInfo.pillow}, transforms: ${pyInfo.transforms}`
       : ' · PyTorch: not run'),
@@ -594,6 +603,16 @@ if (tsBd) {
     pf ? fmt(total(pf)) : '—',
     pf ? `${fmt(total(f) / total(pf), 2)}x` : '—',
   ]);
+  const pyChain = pf
+    ? pf.RandomResizedCrop + pf.RandomHorizontalFlip + pf.ToTensor + pf.Normalize
+    : undefined;
+  const fusedMs = tsBd.fused_transforms_ms as number;
+  bdRows.push([
+    'the four transforms fused (the loader path)',
+    fmt(fusedMs),
+    pyChain ? `${fmt(pyChain)} (the four)` : '—',
+    pyChain ? `${fmt(fusedMs / pyChain, 2)}x` : '—',
+  ]);
   const ts = tsBd.shapes as Record<string, number>;
   const ps = pyBd?.shapes as Record<string, number> | undefined;
   bdRows.push([
@@ -650,7 +669,12 @@ if (opts.out) {
     benchmark: 'dataloader',
     date: new Date().toISOString(),
     machine,
-    tsddp: { libtorch: t.buildInfo().torchVersion, sharp: sharp.versions.sharp, vips: sharp.versions.vips },
+    tsddp: {
+      libtorch: t.buildInfo().torchVersion,
+      jpegDecoder: jpegDecoderName(),
+      sharp: sharp.versions.sharp,
+      vips: sharp.versions.vips,
+    },
     pytorch: pyInfo ? { ...pyInfo, interpreter: torchPy?.python } : null,
     settings: { rounds, shapesSize, shapesBatch, folderBatch, folder, folderInfo, seed, workerCounts },
     unit: 'images per second',

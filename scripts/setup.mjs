@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const STAMP = join(ROOT, '.tsddp', 'setup.json');
 const ADDON = join(ROOT, 'native', 'build', 'Release', 'tsddp.node');
+const IMAGE_ADDON = join(ROOT, 'native', 'build', 'Release', 'tsddp_image.node');
 const VENV = join(ROOT, '.venv');
 const MIN_TORCH = [2, 4];
 // Bump when the build command below changes, so existing checkouts rebuild.
@@ -154,6 +155,8 @@ function ensureSystemDeps() {
     if (process.env.GLOO_INCLUDE_DIR) fail(`GLOO_INCLUDE_DIR=${glooRoot} has no gloo/algorithm.h`);
     missing.push('libgloo-dev');
   }
+  // libjpeg(-turbo) headers for tsddp_image.node, the data workers' image kernels (native/image).
+  if (!existsSync('/usr/include/jpeglib.h')) missing.push('libjpeg-dev');
   if (!onPath('cmake')) missing.push('cmake');
   if (!onPath('c++') && !onPath('g++')) missing.push('g++');
   if (missing.length === 0) return glooRoot;
@@ -226,7 +229,8 @@ function inputsHash(torch, glooRoot) {
       process.versions.modules,
     ]),
   );
-  for (const f of [join(ROOT, 'native', 'CMakeLists.txt'), ...listFiles(join(ROOT, 'native', 'src'))])
+  const sources = [...listFiles(join(ROOT, 'native', 'src')), ...listFiles(join(ROOT, 'native', 'image'))];
+  for (const f of [join(ROOT, 'native', 'CMakeLists.txt'), ...sources])
     h.update(`${relative(ROOT, f)}\0${sha256(readFileSync(f))}\n`);
   return h.digest('hex');
 }
@@ -260,7 +264,8 @@ function buildAddon(torch, glooRoot) {
     run(process.execPath, [cmakeJs, 'configure', ...common], { env });
     run(process.execPath, [cmakeJs, 'build', ...common], { env });
   }
-  if (!existsSync(ADDON)) fail(`build finished but ${relative(ROOT, ADDON)} is missing`);
+  for (const f of [ADDON, IMAGE_ADDON])
+    if (!existsSync(f)) fail(`build finished but ${relative(ROOT, f)} is missing`);
 }
 
 // ---- step 5: load check, in a child so a crash on dlopen is reported, not fatal here ----
@@ -296,7 +301,7 @@ function main() {
   ensureNodeModules();
   step = 'build';
   const hash = inputsHash(torch, glooRoot);
-  if (!REBUILD && existsSync(ADDON) && stamp.inputsHash === hash) {
+  if (!REBUILD && existsSync(ADDON) && existsSync(IMAGE_ADDON) && stamp.inputsHash === hash) {
     if (!same) writeStamp({ ...stamp, ...record }); // same torch, reached another way
     log(`up to date (torch ${torch.version} from ${torch.source})`);
     return;

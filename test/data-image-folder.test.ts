@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
 import sharp from 'sharp';
 import { DataError, decodeImage, ImageFolder, Rng } from '../src/data/index.ts';
+import { PIL_JPEGS } from './fixtures/data/pil-jpegs.ts';
 import { encodePng } from './fixtures/data/png.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'tsddp-imagefolder-'));
@@ -121,28 +122,8 @@ test('lossless images decode to their exact pixels as uint8 [H, W, 3]', async ()
   await assert.rejects(ds.get(-1), RangeError);
 });
 
-// JPEGs written by sharp (33x17 gradient: odd sizes, so chroma upsampling has edges) and
-// the SHA-256 of the RGB bytes Pillow 12.3 decodes from them, made with
-//   Image.open(f).convert('RGB') -> np.asarray(...).tobytes() -> hashlib.sha256
-// (torchvision's default_loader). libvips (mozjpeg) and Pillow (libjpeg-turbo) share
-// the decoder: the same IDCT and fancy upsampling, so the bytes agree exactly.
-const JPEGS: Record<string, { b64: string; pilSha256: string }> = {
-  'baseline 4:2:0': {
-    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wAARCAARACEDASIAAhEBAxEB/8QAGAAAAgMAAAAAAAAAAAAAAAAAAAUEBgf/xAAwEAABAwIDBQQLAAAAAAAAAAABAAIRBTEDBCESFbHB8CM0gZFBQ0RRYWNxcoKSo//EABgBAQADAQAAAAAAAAAAAAAAAAUBBAYH/8QALxEAAAMEBggHAAAAAAAAAAAAAAECBBEhMQMFEhVBYRQyUVJxcoGRkqGxssHR8P/aAAwDAQACEQMRAD8AzHK0FrWN7MFxE6jQBNMvRAYBw5I8vMK64NDlrSGQTwtylMctQgRJbr8OrdfS9p9hyEETnfuuMfSQjFXWJmKVl6O5jXDZl0wDHXoTHCoRcxoLTeYcZV0wKKNCGEgA2vEgJngUUgTsNteLaKmutbRWVHB3lPvnKGwbBhrmURn25Pl/xQtE3K33M/ZyENfKN4vEoPXzmIOV9b4c1Oy3d3fceAQhRS6iOC/cY4Cw/QY4Ps/48kywu9s8eCEI+kw50fA2TCJ6EIV4LD//2Q==',
-    pilSha256: 'b346256cd542372c5f18f948d63656802757837f2ab561288072d48e03c5c3e4',
-  },
-  'progressive 4:4:4': {
-    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wgARCAARACEDAREAAhEBAxEB/8QAFwABAQEBAAAAAAAAAAAAAAAABAMCBv/EABoBAQEBAAMBAAAAAAAAAAAAAAQCAwEFBgf/2gAMAwEAAhADEAAAAeYadVLRLE5N2dFq+dpyajFqeV6AmHYeFuVqJYmGITr/AP/EABkQAAMBAQEAAAAAAAAAAAAAAAABAwITMv/aAAgBAQABBQLMDMTMRQOIoGYCiKJxMmfKF6P/xAAaEQADAAMBAAAAAAAAAAAAAAAAAgMTMUEQ/9oACAEDAQE/AVuJYSxO5mEsJcSwljMLwTYnSevP/8QALxEAAQICBgYLAAAAAAAAAAAAAQACEfADEyFRcbESQUOBweEEEDEzNGGCkaGi0f/aAAgBAgEBPwGj0WNF+SrQbIWidUPlDpDmNIjbqnBPcXNhnPNafl9EXxAhYZHCKYQREzynCtHaJtAVdARmZvjXsvHuVRbTdxTO4dj+I7L0p3ihvy6v/8QAGhAAAgIDAAAAAAAAAAAAAAAAEDEAAQIgof/aAAgBAQAGPwJRFc2sYn//xAAeEAABBAIDAQAAAAAAAAAAAAABABAhYRExQXGRwf/aAAgBAQABPyEYA5MiAGJWQCPWsQhUKtVhY16Wtna+S0t//9oADAMBAAIAAwAAABBOgVKsK8//xAAfEQACAAYDAQAAAAAAAAAAAAAAARARMWHB8CFRcaH/2gAIAQMBAT8Qc3Uf2IbRIZ7+nPU03c3y8TbKFQM0X//EACQRAQEAAQMCBgMAAAAAAAAAAAERIQAxQWGBEFFxkaHwsdHx/9oACAECAQE/EKpBRc7C/K7AfoTKV1Icc4LcIjwzOhXVgvXI875Z22fLRtrbYrwzcQZWF2TGdfb+tVWRfYy4bIRyU2ukCZyYezk7FOgFhrmKQHZygi7FQkMe7FpA43hjHrkYRsQi2PEOHyP40+rtr7XV4f/EACIQAQABAwMEAwAAAAAAAAAAAAERACExscHwEEFhkXGBof/aAAgBAQABPxCwRRNywULAyT17KBLpQMc7U4lZmFPSSIRXTG00aS3eOY58FZGgOMxIUwT2sxi1eCps71+xoVwfVa/Tp//Z',
-    pilSha256: '2511257178cba0cf541f5cb8aff935de103164b94fed1c85f9c319ad28b38623',
-  },
-  grayscale: {
-    b64: '/9j/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAARACEBAREA/8QAGQAAAwADAAAAAAAAAAAAAAAAAwQFAQIH/8QALRAAAQIDBQQLAAAAAAAAAAAAAQACAwQRBiExQYEFMlKhEhMUFSIzQpGiwfD/2gAIAQEAAD8A5zLWbbBYD1Qc83+IXNH2qMDZBFAYdS3QZZinNUpWQiwWuFKuwaSFWl5GIWgHpG+tHGqb7G/h+CuCzNwpDofwW7LM5ll6Yh2coQQw4J2DsAt9A9kXuE8A5q43Byy3c1Rm7zNExD8wI6//2Q==',
-    pilSha256: '1bebb242acafe6b972ceb2783829710a949ed9bceaebcf9d7e55bde35db62439',
-  },
-};
-
 test('JPEGs decode to the same RGB bytes as PIL (baseline, progressive, grayscale)', async () => {
-  for (const [name, { b64, pilSha256 }] of Object.entries(JPEGS)) {
+  for (const [name, { b64, pilSha256 }] of Object.entries(PIL_JPEGS)) {
     const path = join(root, `${name.replace(/\W+/g, '_')}.jpeg`);
     writeFileSync(path, Buffer.from(b64, 'base64'));
     const img = await decodeImage(path);

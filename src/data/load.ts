@@ -101,11 +101,37 @@ function moduleUrl(module: string): string {
   return isAbsolute(module) ? pathToFileURL(module).href : module;
 }
 
+/** Modules compiled into the pre-built worker (worker-builtins.ts), by source URL. */
+const builtinModules = new Map<string, Record<string, unknown>>();
+export function registerBuiltinModule(url: string, ns: Record<string, unknown>): void {
+  builtinModules.set(url, ns);
+}
+
+/**
+ * tsx's API (a URL), in a pre-built worker, which starts without a TypeScript loader: it is
+ * registered the first time a .ts module that is not built in is imported (a user's dataset).
+ */
+let typescriptLoader: string | undefined;
+export function setTypeScriptLoader(url: string | undefined): void {
+  typescriptLoader = url;
+}
+
+async function importModule(url: string): Promise<Record<string, unknown>> {
+  const builtin = builtinModules.get(url);
+  if (builtin !== undefined) return builtin;
+  if (typescriptLoader !== undefined && /\.[cm]?tsx?$/.test(new URL(url, 'file:///').pathname)) {
+    const api = (await import(typescriptLoader)) as { register(): void };
+    api.register();
+    typescriptLoader = undefined;
+  }
+  return (await import(url)) as Record<string, unknown>;
+}
+
 /** The function or class `ref` names. */
 export async function importRef(ref: ModuleRef, what: string): Promise<unknown> {
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(moduleUrl(ref.module))) as Record<string, unknown>;
+    mod = await importModule(moduleUrl(ref.module));
   } catch (e) {
     throw new Error(`${what}: cannot import '${ref.module}': ${(e as Error).message}`, { cause: e });
   }

@@ -3,7 +3,7 @@
 // Plain JS only — the native addon is never loaded here.
 import { parentPort, workerData } from 'node:worker_threads';
 import { transferables } from './collate.ts';
-import { type BatchTask, importRef, loadBatch, loadDataset } from './load.ts';
+import { type BatchTask, importRef, loadBatch, loadDataset, setTypeScriptLoader } from './load.ts';
 import type { CollateFn, Dataset, DatasetSpec, ModuleRef } from './types.ts';
 
 export interface WorkerInit {
@@ -14,6 +14,8 @@ export interface WorkerInit {
   workerInit?: ModuleRef;
   /** The base seed of the epoch that started the pool; workerInit gets it + workerId, like PyTorch's worker seed. */
   seed: bigint;
+  /** In the pre-built worker: tsx's API URL, registered only if a .ts module must be imported. */
+  typescriptLoader?: string;
 }
 
 /** Messages from the main thread. */
@@ -75,7 +77,10 @@ port.on('message', (m: ToWorker) => {
 });
 
 try {
-  dataset = await loadDataset(init.dataset);
+  setTypeScriptLoader(init.typescriptLoader);
+  // drain() starts on `dataset`: set it last, so no task is loaded before the collate is
+  // imported and workerInit has run (tasks may arrive during those awaits).
+  const ds = await loadDataset(init.dataset);
   if (init.collate) collate = (await importRef(init.collate, 'collate')) as CollateFn;
   if (init.workerInit) {
     const fn = (await importRef(init.workerInit, 'workerInit')) as (info: unknown) => unknown;
@@ -83,9 +88,10 @@ try {
       workerId: init.workerId,
       numWorkers: init.numWorkers,
       seed: init.seed + BigInt(init.workerId),
-      dataset,
+      dataset: ds,
     });
   }
+  dataset = ds;
   port.postMessage({ type: 'ready' } satisfies FromWorker);
   void drain();
 } catch (e) {

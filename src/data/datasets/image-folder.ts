@@ -1,10 +1,12 @@
 // ImageFolder (torchvision.datasets.ImageFolder): root/<class>/**/<image>, classes sorted
-// by folder name, images decoded with sharp (libvips) into uint8 [H, W, 3] RGB. A file
+// by folder name, images decoded into uint8 [H, W, 3] RGB — JPEGs by libjpeg-turbo
+// (../image-addon.ts) when it can, everything else by sharp (libvips). A file
 // that cannot be decoded raises a DataError naming it, or — with onError: 'skip' — is
 // replaced by the next decodable image (with that image's own label, so no label shifts),
 // counted and logged once.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
+import { imageAddon, isJpeg } from '../image-addon.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
 
@@ -54,12 +56,25 @@ function loadSharp(): Promise<SharpLike> {
   return sharpModule;
 }
 
+/** Decoded pixels; `owned`: in an ArrayBuffer of their own (else a view on sharp's buffer). */
+type DecodedImage = NdArray<Uint8Array> & { owned: boolean };
+
 /**
  * Decodes encoded image bytes into uint8 [H, W, 3] RGB. The whole image is decoded even
  * when a transform crops it: libvips stops reading below a cut-out window, so a
  * truncated file would pass unnoticed. The result may be a view on sharp's buffer.
  */
-async function decodeBytes(bytes: Buffer, path: string): Promise<NdArray<Uint8Array>> {
+async function decodeBytes(bytes: Buffer, path: string): Promise<DecodedImage> {
+  const native = isJpeg(bytes) ? imageAddon() : null;
+  if (native !== null) {
+    // On libuv's thread pool: the next images decode while this one is transformed
+    // (ImageFolder.concurrentGets), as sharp's decodes did.
+    const r = await native.decodeJpegAsync(bytes);
+    // A string is why libjpeg-turbo did not take it (CMYK, truncated, corrupt...): sharp
+    // then converts it or raises the error that names the file.
+    if (typeof r !== 'string')
+      return { data: new Uint8Array(r.data), shape: [r.height, r.width, 3], owned: true };
+  }
   const sharp = await loadSharp();
   let out: { data: Buffer; info: { width: number; height: number; channels: number } };
   try {
@@ -76,6 +91,7 @@ async function decodeBytes(bytes: Buffer, path: string): Promise<NdArray<Uint8Ar
   return {
     data: new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.length),
     shape: [height, width, 3],
+    owned: false,
   };
 }
 
@@ -92,9 +108,9 @@ function readImageFile(path: string): Buffer {
 
 /** Decodes an image file into uint8 [H, W, 3] RGB (grayscale and CMYK converted, alpha dropped). */
 export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
-  const img = await decodeBytes(readImageFile(path), path);
+  const { data, shape, owned } = await decodeBytes(readImageFile(path), path);
   // A copy with its own ArrayBuffer, which a worker can transfer (sharp's Buffer is owned by sharp).
-  return { data: img.data.slice(), shape: img.shape };
+  return { data: owned ? data : data.slice(), shape };
 }
 
 function walk(dir: string, exts: Set<string>, out: string[]): void {
@@ -116,7 +132,7 @@ export class ImageFolder {
   readonly onError: 'raise' | 'skip';
   /**
    * How many get() calls a loader may have running at once (see loadBatch): decoding
-   * happens on libvips' threads, and files are independent, so several can overlap.
+   * happens on libuv's or libvips' threads, and files are independent, so several overlap.
    */
   readonly concurrentGets = 4;
   /** Samples replaced because they could not be decoded (onError: 'skip'). */

@@ -1,7 +1,8 @@
 // Image arrays and the pixel kernels the per-sample transforms share: layout, crop with
 // padding, flip, and bilinear resampling. Two layouts, as torchvision has PIL images and
-// tensors: uint8 [H, W, C] (decoded) and float32 [C, H, W] (after ToTensor). Plain JS:
+// tensors: uint8 [H, W, C] (decoded) and float32 [C, H, W] (after ToTensor). No libtorch:
 // transforms run in data workers.
+import { imageAddon } from '../image-addon.ts';
 import type { NdArray } from '../types.ts';
 
 export type HwcImage = NdArray<Uint8Array>;
@@ -231,11 +232,46 @@ export interface ResizeOutput {
 
 /**
  * resizedCrop for uint8 [H, W, C] images (decoded images: the hot path of ImageFolder),
- * optionally mirrored and converted to float in the same pass. Same arithmetic in the
- * same order as the generic loop — so the same bytes — with the taps turned into byte
- * offsets once per row and column instead of per value.
+ * optionally mirrored and converted to float in the same pass: in C++ (tsddp_image.node)
+ * when it is built, else in JavaScript (resizeHwcJs) — the same bytes either way.
  */
 export function resizeHwc(
+  img: HwcImage,
+  top: number,
+  left: number,
+  h: number,
+  w: number,
+  outH: number,
+  outW: number,
+  output: ResizeOutput = {},
+): Image {
+  const native = imageAddon();
+  if (native === null) return resizeHwcJs(img, top, left, h, w, outH, outW, output);
+  const g = geometry(img);
+  if (!g.hwc || top < 0 || left < 0 || top + h > g.h || left + w > g.w || h < 1 || w < 1) {
+    throw new RangeError(
+      `resizeHwc: window (${top}, ${left}, ${h}, ${w}) is outside the ${g.h}x${g.w} uint8 image`,
+    );
+  }
+  const c = g.c;
+  let tables: Float32Array | null = null;
+  if (output.tables !== undefined) {
+    tables = new Float32Array(c * 256);
+    for (let k = 0; k < c; k++) tables.set(output.tables[k] ?? output.tables[0], k * 256);
+  }
+  const out = tables ? new Float32Array(c * outH * outW) : new Uint8Array(outH * outW * c);
+  native.resizeHwc(img.data, [g.h, g.w, c], [top, left, h, w], [outH, outW], !!output.flip, tables, out);
+  return tables
+    ? { data: out as Float32Array, shape: [c, outH, outW] }
+    : { data: out as Uint8Array, shape: [outH, outW, c] };
+}
+
+/**
+ * resizeHwc in JavaScript: the generic loop's arithmetic in the same order — so the same
+ * bytes — with the taps turned into byte offsets once per row and column instead of per
+ * value. native/image/resize.cc is its C++ twin.
+ */
+export function resizeHwcJs(
   img: HwcImage,
   top: number,
   left: number,
