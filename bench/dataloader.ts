@@ -25,13 +25,13 @@
 //   node --import tsx bench/dataloader.ts [--rounds 5] [--images 512] [--workers 0,1,2]
 //       [--folder DIR] [--out results.json] [--python PATH] [--no-python] [--no-train]
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { jpegDecoderName } from '../src/data/image-addon.ts';
+import { imageAddon, jpegDecoderName } from '../src/data/image-addon.ts';
 import { pairedRatios } from './lib/abab.ts';
 import { describeMachine, machineInfo } from './lib/machine.ts';
 import { findTorchPython, repoRoot } from './lib/python.ts';
@@ -383,6 +383,17 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
   for (let i = 0; i < 200; i++) await data.decodeImage(tinyPath);
   const tinyMs = (performance.now() - t0) / 200;
   rmSync(tinyPath, { force: true });
+  // The decode stage above awaits each decode on libuv's pool in turn, so it includes the
+  // hand-off to a pool thread and back; the loader overlaps that with the transforms. The
+  // CPU cost of the decode itself: libjpeg-turbo called synchronously.
+  const addon = imageAddon();
+  let syncDecodeMs = Number.NaN;
+  if (addon) {
+    const bytes = files.map((p) => readFileSync(p));
+    const t1 = performance.now();
+    for (const b of bytes) addon.decodeJpeg(b);
+    syncDecodeMs = (performance.now() - t1) / bytes.length;
+  }
 
   const shapes = new data.Shapes({ size: shapesSize, imageSize: 32, seed });
   const n = Math.min(limit * 4, shapesSize);
@@ -402,6 +413,7 @@ async function tsBreakdown(limit: number): Promise<Breakdown> {
   return {
     folder: stages,
     decode_16x16_ms: tinyMs,
+    decode_sync_ms: syncDecodeMs,
     fused_transforms_ms: fusedMs,
     shapes: { render: (s1 - s0) / n, transforms: (s2 - s1) / n },
     collate_224_per_image_ms: collateMs,
@@ -634,6 +646,12 @@ if (tsBd) {
     fmt(tc),
     pc !== undefined ? fmt(pc) : '—',
     pc ? `${fmt(tc / pc, 2)}x` : '—',
+  ]);
+  bdRows.push([
+    'decode, synchronous (libjpeg-turbo CPU time)',
+    fmt(tsBd.decode_sync_ms as number),
+    pf ? fmt(pf.decode) : '—',
+    pf ? `${fmt((tsBd.decode_sync_ms as number) / pf.decode, 2)}x` : '—',
   ]);
   bdRows.push([
     'decode a 16x16 JPEG (fixed cost)',

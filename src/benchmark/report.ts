@@ -117,7 +117,7 @@ export function reportMarkdown(r: BenchReport): string {
       'set_num_threads on both sides; Gloo over loopback, one process per rank',
     `- Method: ${s.repeats} rounds; each round visits every case once: ${py ? 'both sides build' : 'tsddp builds'} ` +
       `the model, run ${s.warmup} untimed warm-up step(s) (incl. the bucket rebuild), then time ${s.steps} ` +
-      `steps${py ? ' (tsddp, then PyTorch: ABAB)' : ''}; img/s = world x batch x micro-batches x steps / ` +
+      `steps${py ? ' in ABBA order (half of tsddp’s, PyTorch’s, PyTorch’s other half, tsddp’s)' : ''}; img/s = world x batch x micro-batches x steps / ` +
       'the slowest rank’s time, median over rounds' +
       (py ? '; ratio = tsddp / PyTorch img/s, median of the per-round ratios (> 1: tsddp faster)' : ''),
     '- Step: fixed synthetic batch per rank (no data loader), cross-entropy, backward, SGD (lr 0.01, ' +

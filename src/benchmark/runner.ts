@@ -1,7 +1,10 @@
-// Measures the cases of a set of scenario plans, tsddp and PyTorch alternating (ABAB) in
-// rounds: each round visits every case once; there both sides build the model and warm up
-// (untimed: the first iteration runs on one bucket and rebuilds them), then tsddp times
-// `steps` steps, then PyTorch does. A case shared by several scenarios is measured once.
+// Measures the cases of a set of scenario plans, tsddp and PyTorch alternating in rounds:
+// each round visits every case once; there both sides build the model and warm up
+// (untimed: the first iteration runs on one bucket and rebuilds them), then the timed
+// steps run in ABBA order — half of tsddp's, PyTorch's, PyTorch's other half, tsddp's —
+// so a machine that speeds up or slows down during the measurement favours neither side
+// (with plain ABAB, whichever side always goes first gets the same share of any drift).
+// A case shared by several scenarios is measured once.
 import { fileURLToPath } from 'node:url';
 import { type BenchCase, caseKey, type ScenarioPlan } from './cases.ts';
 import { Gang } from './gang.ts';
@@ -159,19 +162,31 @@ async function closeGroup(g: Group): Promise<void> {
 
 /**
  * One repeat of a case: both sides build it and warm up (untimed, the first step rebuilds
- * the buckets), then tsddp times its steps, then PyTorch (ABAB). Answers: [side][rank].
+ * the buckets), then time their steps in ABBA order (one side alone: all at once).
+ * Answers: [side][rank], each side's halves joined.
  */
 async function measureOnce(c: BenchCase, g: Group, o: RunOptions): Promise<StepsAnswer[][]> {
   const gangs = g.py ? [g.ts, g.py] : [g.ts];
   for (const gang of gangs) await gang.request({ cmd: 'setup', case: c });
   try {
     for (const gang of gangs) await gang.request({ cmd: 'steps', n: o.warmup });
-    const out: StepsAnswer[][] = [];
-    for (const gang of gangs) out.push(await gang.request<StepsAnswer>({ cmd: 'steps', n: o.steps }));
+    const first = gangs.length > 1 ? Math.ceil(o.steps / 2) : o.steps;
+    const plan: [number, number][] = gangs.map((_, s) => [s, first]);
+    if (o.steps - first > 0) for (let s = gangs.length - 1; s >= 0; s--) plan.push([s, o.steps - first]);
+    const out: StepsAnswer[][] = gangs.map(() => []);
+    for (const [s, n] of plan) {
+      const answers = await gangs[s].request<StepsAnswer>({ cmd: 'steps', n });
+      out[s] = out[s].length === 0 ? answers : out[s].map((a, rank) => joinSteps(a, answers[rank]));
+    }
     return out;
   } finally {
     for (const gang of gangs) await gang.request({ cmd: 'close' }).catch(() => {});
   }
+}
+
+/** One rank's answers to two `steps` requests, as if it were one. */
+function joinSteps(a: StepsAnswer, b: StepsAnswer): StepsAnswer {
+  return { steps: [...a.steps, ...b.steps], comm: [...a.comm, ...b.comm], loss: b.loss };
 }
 
 /** Images per second of one repeat: every rank's images over the slowest rank's time. */
