@@ -5,8 +5,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { latestCheckpoint } from '../checkpoint/index.ts';
-import { type EvalRecord, formatDuration, readJsonLines } from '../train/index.ts';
+import { type EvalRecord, readJsonLines } from '../train/metrics.ts';
+import { formatDuration } from '../train/progress.ts';
 import { trainCommand } from './train.ts';
 
 /**
@@ -49,6 +49,7 @@ async function demo(opts: { out: string; nprocPerNode?: string }): Promise<numbe
   const report = await buildReport(metrics, resolve(out, 'report'));
   const evals = readJsonLines(metrics).filter((r): r is EvalRecord => r.type === 'eval');
   const last = evals.at(-1);
+  const { latestCheckpoint } = await import('../checkpoint/index.ts');
   const checkpoint = existsSync(checkpoints) ? await latestCheckpoint(checkpoints) : null;
   const secs = (performance.now() - started) / 1000;
   process.stdout.write(

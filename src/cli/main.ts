@@ -1,8 +1,8 @@
-// `tsddp` command line: subcommands are added by the issues that build them.
+// `tsddp` command line: subcommands are added by the issues that build them. Heavy
+// modules (libtorch through src/core) are imported inside the actions, so `--help` is quick.
 import { Command } from 'commander';
 import { registerBenchCommand } from './bench.ts';
 import { registerDemoCommand } from './demo.ts';
-import { infoCommand } from './info.ts';
 import { registerReportCommand } from './report.ts';
 import { registerRunCommand } from './run.ts';
 import { registerTrainCommand } from './train.ts';
@@ -15,7 +15,7 @@ program
   .command('info')
   .description('torch version, where libtorch came from, CUDA/NCCL/Gloo, threads, build flags')
   .option('--json', 'print JSON')
-  .action(infoCommand);
+  .action(async (opts: { json?: boolean }) => (await import('./info.ts')).infoCommand(opts));
 
 registerRunCommand(program);
 registerTrainCommand(program);

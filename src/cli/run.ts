@@ -1,8 +1,6 @@
 // `tsddp run` (alias `tsrun`): the torchrun-compatible launcher's command line. Everything
 // after the script path goes to the script untouched.
 import { Command, Option } from 'commander';
-import { cuda } from '../core/runtime.ts';
-import { launch } from '../launch/agent.ts';
 import { LaunchConfigError, type RawLaunchOptions, resolveLaunchConfig } from '../launch/options.ts';
 
 // [flag, value placeholder (or null for a switch), help]
@@ -109,6 +107,11 @@ async function runAction(
   args: string[],
   opts: Record<string, string | boolean | undefined>,
 ): Promise<void> {
+  // libtorch (the store, CUDA's device count) loads here, not for `--help`.
+  const [{ cuda }, { launch }] = await Promise.all([
+    import('../core/runtime.ts'),
+    import('../launch/agent.ts'),
+  ]);
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
     cfg = resolveLaunchConfig(script, args, rawOptions(opts), process.env, () => cuda.deviceCount());

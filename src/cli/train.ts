@@ -6,16 +6,11 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { cuda } from '../core/runtime.ts';
-import {
-  ConfigError,
-  METRICS_FILE_ENV,
-  parseTrainArgs,
-  type TrainArgs,
-  type TrainConfig,
-  train,
-  trainHelp,
-} from '../train/index.ts';
+// Only the light parts of the recipe are imported up front (argument parsing, help):
+// libtorch loads when training or launching starts, so `tsddp --help` stays quick.
+import { ConfigError, type TrainConfig } from '../train/config.ts';
+import { parseTrainArgs, type TrainArgs, trainHelp } from '../train/flags.ts';
+import { METRICS_FILE_ENV } from '../train/metrics.ts';
 
 export function registerTrainCommand(program: Command): void {
   program
@@ -74,6 +69,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
 
 async function runTrain(config: TrainConfig): Promise<number> {
   try {
+    const { train } = await import('../train/trainer.ts');
     await train(config);
     return 0;
   } catch (e) {
@@ -86,7 +82,10 @@ async function runTrain(config: TrainConfig): Promise<number> {
 
 /** Starts --nproc-per-node workers with the launcher (tsrun's agent), each running this command. */
 async function launchWorkers(args: TrainArgs): Promise<number> {
-  const { launch, LaunchConfigError, resolveLaunchConfig } = await import('../launch/index.ts');
+  const [{ launch, LaunchConfigError, resolveLaunchConfig }, { cuda }] = await Promise.all([
+    import('../launch/index.ts'),
+    import('../core/runtime.ts'),
+  ]);
   const entry = fileURLToPath(new URL('./main.ts', import.meta.url));
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
