@@ -247,23 +247,38 @@ export function resizeHwc(
 ): Image {
   const native = imageAddon();
   if (native === null) return resizeHwcJs(img, top, left, h, w, outH, outW, output);
+  const g = hwcWindow(img, top, left, h, w);
+  const c = g.c;
+  const tables = output.tables === undefined ? null : packedTables(output.tables, c);
+  const out = tables ? new Float32Array(c * outH * outW) : new Uint8Array(outH * outW * c);
+  native.resizeHwc(img.data, [g.h, g.w, c], [top, left, h, w], [outH, outW], !!output.flip, tables, out);
+  return tables
+    ? { data: out as Float32Array, shape: [c, outH, outW] }
+    : { data: out as Uint8Array, shape: [outH, outW, c] };
+}
+
+/** The geometry of a uint8 [H, W, C] image, checking that the window lies inside it. */
+function hwcWindow(img: HwcImage, top: number, left: number, h: number, w: number): Geometry {
   const g = geometry(img);
   if (!g.hwc || top < 0 || left < 0 || top + h > g.h || left + w > g.w || h < 1 || w < 1) {
     throw new RangeError(
       `resizeHwc: window (${top}, ${left}, ${h}, ${w}) is outside the ${g.h}x${g.w} uint8 image`,
     );
   }
-  const c = g.c;
-  let tables: Float32Array | null = null;
-  if (output.tables !== undefined) {
-    tables = new Float32Array(c * 256);
-    for (let k = 0; k < c; k++) tables.set(output.tables[k] ?? output.tables[0], k * 256);
+  return g;
+}
+
+const packed = new WeakMap<Float32Array[], Float32Array>();
+
+/** Per-channel tables as one channels x 256 array (the native call's layout), made once per table set. */
+function packedTables(tables: Float32Array[], c: number): Float32Array {
+  let p = packed.get(tables);
+  if (p === undefined || p.length !== c * 256) {
+    p = new Float32Array(c * 256);
+    for (let k = 0; k < c; k++) p.set(tables[k] ?? tables[0], k * 256);
+    packed.set(tables, p);
   }
-  const out = tables ? new Float32Array(c * outH * outW) : new Uint8Array(outH * outW * c);
-  native.resizeHwc(img.data, [g.h, g.w, c], [top, left, h, w], [outH, outW], !!output.flip, tables, out);
-  return tables
-    ? { data: out as Float32Array, shape: [c, outH, outW] }
-    : { data: out as Uint8Array, shape: [outH, outW, c] };
+  return p;
 }
 
 /**
@@ -281,12 +296,7 @@ export function resizeHwcJs(
   outW: number,
   output: ResizeOutput = {},
 ): Image {
-  const g = geometry(img);
-  if (!g.hwc || top < 0 || left < 0 || top + h > g.h || left + w > g.w || h < 1 || w < 1) {
-    throw new RangeError(
-      `resizeHwc: window (${top}, ${left}, ${h}, ${w}) is outside the ${g.h}x${g.w} uint8 image`,
-    );
-  }
+  const g = hwcWindow(img, top, left, h, w);
   const ty = taps(g.h, outH, top, h);
   const tx = taps(g.w, outW, left, w);
   const c = g.c;
