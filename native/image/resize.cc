@@ -86,35 +86,28 @@ Napi::Value ResizeHwc(const Napi::CallbackInfo& info) {
     x1[x] = tx.i1[sx] * c;
     lx[x] = tx.l[sx];
   }
+  // One loop for both outputs; `store` (inlined) writes one channel value of pixel (y, x).
   const uint8_t* s = src.Data();
   const size_t rowBytes = static_cast<size_t>(w) * c;
-  if (tables == nullptr) {
-    uint8_t* out = info[6].As<Napi::Uint8Array>().Data();
+  auto resample = [&](auto store) {
     for (int y = 0; y < outH; y++) {
       const uint8_t* r0 = s + ty.i0[y] * rowBytes;
       const uint8_t* r1 = s + ty.i1[y] * rowBytes;
       const double ly = ty.l[y], my = 1 - ly;
       for (int x = 0; x < outW; x++) {
         const double wx = lx[x], mx = 1 - wx;
-        for (int k = 0; k < c; k++, out++)
-          *out = static_cast<uint8_t>(
-              blend(my, ly, mx, wx, r0[x0[x] + k], r0[x1[x] + k], r1[x0[x] + k], r1[x1[x] + k]));
+        const size_t o = static_cast<size_t>(y) * outW + x;
+        for (int k = 0; k < c; k++)
+          store(o, k, blend(my, ly, mx, wx, r0[x0[x] + k], r0[x1[x] + k], r1[x0[x] + k], r1[x1[x] + k]));
       }
     }
-    return env.Undefined();
-  }
-  float* out = info[6].As<Napi::Float32Array>().Data();
-  for (int y = 0; y < outH; y++) {
-    const uint8_t* r0 = s + ty.i0[y] * rowBytes;
-    const uint8_t* r1 = s + ty.i1[y] * rowBytes;
-    const double ly = ty.l[y], my = 1 - ly;
-    for (int x = 0; x < outW; x++) {
-      const double wx = lx[x], mx = 1 - wx;
-      const size_t o = static_cast<size_t>(y) * outW + x;
-      for (int k = 0; k < c; k++)
-        out[k * n + o] = tables[k * 256 + blend(my, ly, mx, wx, r0[x0[x] + k], r0[x1[x] + k], r1[x0[x] + k],
-                                                 r1[x1[x] + k])];
-    }
+  };
+  if (tables == nullptr) {
+    uint8_t* out = info[6].As<Napi::Uint8Array>().Data();  // [outH, outW, c]
+    resample([&](size_t o, int k, int v) { out[o * c + k] = static_cast<uint8_t>(v); });
+  } else {
+    float* out = info[6].As<Napi::Float32Array>().Data();  // [c, outH, outW]
+    resample([&](size_t o, int k, int v) { out[k * n + o] = tables[k * 256 + v]; });
   }
   return env.Undefined();
 }
