@@ -1,7 +1,14 @@
 #!/usr/bin/env node
 // `tsrun`: the same as `tsddp run` (the torchrun-compatible launcher), as its own command.
-import { register } from 'tsx/esm/api';
+// Compiled JavaScript in the installed package; the TypeScript sources in a checkout.
+import { existsSync } from 'node:fs';
 
-register();
-const { runCommand } = await import('../src/cli/run.ts');
-await runCommand('tsrun').parseAsync(process.argv);
+const source = new URL('../src/cli/run.ts', import.meta.url);
+let run;
+if (existsSync(source)) {
+  (await import('tsx/esm/api')).register();
+  run = await import(source.href);
+} else {
+  run = await import('../dist/cli/run.js');
+}
+await run.runCommand('tsrun').parseAsync(process.argv);

@@ -112,9 +112,9 @@ for (let epoch = startEpoch; epoch < EPOCHS; epoch++) {
     const step = () => {
       const loss = t.autocast(
         { deviceType, dtype: amp === 'bf16' ? 'bfloat16' : 'float16', enabled: amp !== 'off' },
-        () => t.crossEntropy(ddp.forward(images) as t.Tensor, target).div(ACCUM),
+        () => t.crossEntropy(ddp.forward(images), target).div(ACCUM),
       );
-      (scaler.scale(loss) as t.Tensor).backward();
+      scaler.scale(loss).backward();
       return loss.item() * ACCUM;
     };
     // Gradient accumulation: no all-reduce until the last micro-batch of a step.

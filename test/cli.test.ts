@@ -13,7 +13,7 @@ test('tsddp info reports the torch version, its source, CUDA, NCCL, Gloo and thr
   });
   const info = JSON.parse(out) as Record<string, unknown>;
   assert.match(String(info.torchVersion), /^2\.\d+\.\d+/);
-  assert.match(String(info.libtorchSource), /LIBTORCH|python3|\.venv|pip-installed/);
+  assert.match(String(info.libtorchSource), /LIBTORCH|python3|\.venv|pip-installed|cache/);
   assert.equal(typeof info.cuda, 'string');
   assert.equal(typeof info.nccl, 'string');
   assert.match(String(info.gloo), /ProcessGroupGloo/);

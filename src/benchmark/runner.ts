@@ -6,6 +6,7 @@
 // (with plain ABAB, whichever side always goes first gets the same share of any drift).
 // A case shared by several scenarios is measured once.
 import { fileURLToPath } from 'node:url';
+import { isCompiled, siblingModule } from '../core/module-url.ts';
 import { type BenchCase, caseKey, type ScenarioPlan } from './cases.ts';
 import { Gang } from './gang.ts';
 import type { ReadyInfo, StepSample, StepsAnswer } from './protocol.ts';
@@ -58,7 +59,9 @@ export interface RunResult {
   cases: Record<string, CaseResult>;
 }
 
-const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const WORKER = fileURLToPath(siblingModule('./worker.ts', import.meta.url));
+/** Node flags for the worker: the sources need tsx, the compiled package does not. */
+const WORKER_LOADER = isCompiled(import.meta.url) ? [] : ['--import', import.meta.resolve('tsx')];
 
 /** Unique cases in a stable order, grouped by world size and threads (one gang pair each). */
 export function uniqueCases(plans: ScenarioPlan[]): BenchCase[] {
@@ -136,7 +139,7 @@ async function startGroup(world: number, threads: number, o: RunOptions): Promis
   const ts = await Gang.start({
     name: 'tsddp',
     command: process.execPath,
-    args: ['--import', import.meta.resolve('tsx'), WORKER],
+    args: [...WORKER_LOADER, WORKER],
     world,
     env,
   });

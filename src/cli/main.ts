@@ -1,15 +1,22 @@
 // `tsddp` command line: subcommands are added by the issues that build them. Heavy
 // modules (libtorch through src/core) are imported inside the actions, so `--help` is quick.
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerBenchCommand } from './bench.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerReportCommand } from './report.ts';
 import { registerRunCommand } from './run.ts';
+import { registerSetupCommand } from './setup.ts';
 import { registerTrainCommand } from './train.ts';
 
 const program = new Command('tsddp')
   .description('PyTorch-grade distributed data-parallel training for TypeScript')
-  .version('0.1.0');
+  .version(packageVersion());
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  return String(pkg.version);
+}
 
 program
   .command('info')
@@ -22,5 +29,6 @@ registerTrainCommand(program);
 registerDemoCommand(program);
 registerBenchCommand(program);
 registerReportCommand(program);
+registerSetupCommand(program);
 
 await program.parseAsync(process.argv);

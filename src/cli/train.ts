@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { siblingModule } from '../core/module-url.ts';
 // Only the light parts of the recipe are imported up front (argument parsing, help):
 // libtorch loads when training or launching starts, so `tsddp --help` stays quick.
 import { ConfigError, type TrainConfig } from '../train/config.ts';
@@ -86,7 +87,7 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     import('../launch/index.ts'),
     import('../core/runtime.ts'),
   ]);
-  const entry = fileURLToPath(new URL('./main.ts', import.meta.url));
+  const entry = fileURLToPath(siblingModule('./main.ts', import.meta.url));
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
     cfg = resolveLaunchConfig(entry, ['train', ...args.workerArgv], args.launch, process.env, () =>

@@ -1,8 +1,10 @@
 // The single place that loads the native addon (native/build/Release/tsddp.node).
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { torchFolderVersion } from '../../scripts/lib/torch-version.mjs';
 import { TorchError } from './errors.ts';
+import { isCompiled } from './module-url.ts';
 
 /** The addon's exports. Handles are small integers indexing the native slot table. */
 export interface NativeAddon {
@@ -163,11 +165,44 @@ export interface OpSchema {
 }
 
 const addonPath = fileURLToPath(new URL('../../native/build/Release/tsddp.node', import.meta.url));
+const stampPath = fileURLToPath(new URL('../../.tsddp/setup.json', import.meta.url));
+/** What rebuilds the addon: the package's own setup command, or the checkout's script. */
+const setupCommand = isCompiled(import.meta.url) ? 'npx tsddp setup' : 'npm run setup';
+
+/** The build failed or was skipped, or it no longer matches the libtorch it links to. */
+export class NativeAddonError extends Error {
+  override name = 'NativeAddonError';
+}
+
+/**
+ * Refuses an addon built against another torch than the one now in the folder it links
+ * to (a `pip install -U torch` since the build): loading it would fail on a missing symbol
+ * at best and corrupt memory at worst.
+ */
+function checkBuiltTorch(): void {
+  let stamp: { torchDir?: string; torchVersion?: string };
+  try {
+    stamp = JSON.parse(readFileSync(stampPath, 'utf8'));
+  } catch {
+    return; // built by hand (cmake-js directly): nothing recorded to compare
+  }
+  if (!stamp.torchDir || !stamp.torchVersion) return;
+  const now = existsSync(stamp.torchDir) ? torchFolderVersion(stamp.torchDir) : undefined;
+  if (now === stamp.torchVersion) return;
+  const found = now === undefined ? 'that folder no longer holds a torch' : `it now holds torch ${now}`;
+  throw new NativeAddonError(
+    `tsddp: the native addon was built against torch ${stamp.torchVersion} in ${stamp.torchDir}, ` +
+      `but ${found}; rebuild it with \`${setupCommand} --rebuild\``,
+  );
+}
 
 function load(): NativeAddon {
   if (!existsSync(addonPath)) {
-    throw new Error(`tsddp: the native addon is not built (${addonPath} is missing); run \`npm run setup\``);
+    throw new NativeAddonError(
+      `tsddp: the native addon is not built (${addonPath} is missing); run \`${setupCommand}\``,
+    );
   }
+  checkBuiltTorch();
   const addon = createRequire(import.meta.url)(addonPath) as NativeAddon;
   addon.setErrorClass(TorchError);
   return addon;

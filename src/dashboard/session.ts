@@ -4,6 +4,7 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { isCompiled, siblingModule } from '../core/module-url.ts';
 import { METRICS_FILE_ENV } from '../train/metrics.ts';
 import { type DashboardEvent, endStatus } from './events.ts';
 import { DashboardError } from './server.ts';
@@ -41,7 +42,8 @@ export function defaultMetricsFile(runId: string, logDir?: string, env = process
 
 /** Under tsx, a worker thread registers tsx's loader itself (Node 20 does not pass it on). */
 function startThread(spec: ThreadSpec): Worker {
-  const entry = new URL('./thread.ts', import.meta.url);
+  const entry = siblingModule('./thread.ts', import.meta.url);
+  if (isCompiled(import.meta.url)) return new Worker(entry, { workerData: spec });
   const tsx = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
   return new Worker(code, { eval: true, workerData: spec });

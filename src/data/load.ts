@@ -108,18 +108,25 @@ export function registerBuiltinModule(url: string, ns: Record<string, unknown>):
 }
 
 /**
- * tsx's API (a URL), in a pre-built worker, which starts without a TypeScript loader: it is
- * registered the first time a .ts module that is not built in is imported (a user's dataset).
+ * tsx's API (a URL), in a worker that starts without a TypeScript loader: it is registered
+ * the first time a .ts module that is not built in is imported (a user's dataset). null:
+ * tsx is not installed; undefined: nothing to register (already done, or not needed).
  */
-let typescriptLoader: string | undefined;
-export function setTypeScriptLoader(url: string | undefined): void {
+let typescriptLoader: string | null | undefined;
+export function setTypeScriptLoader(url: string | null | undefined): void {
   typescriptLoader = url;
 }
 
 async function importModule(url: string): Promise<Record<string, unknown>> {
   const builtin = builtinModules.get(url);
   if (builtin !== undefined) return builtin;
-  if (typescriptLoader !== undefined && /\.[cm]?tsx?$/.test(new URL(url, 'file:///').pathname)) {
+  const isTs = /\.[cm]?tsx?$/.test(new URL(url, 'file:///').pathname);
+  if (isTs && typescriptLoader === null)
+    throw new Error(
+      `${url} is TypeScript, and data workers need tsx to import it: install it in your project ` +
+        '(npm install --save-dev tsx), or point the module reference at compiled JavaScript',
+    );
+  if (isTs && typeof typescriptLoader === 'string') {
     const api = (await import(typescriptLoader)) as { register(): void };
     api.register();
     typescriptLoader = undefined;

@@ -1,6 +1,8 @@
 // The modules compiled into the pre-built data worker (worker-bundle.ts), registered under
 // their source URLs: a dataset spec naming one of them (ImageFolder, Shapes, ...) is served
 // from the bundle instead of being imported — and compiled — again.
+
+import { siblingModule } from '../core/module-url.ts';
 import * as collate from './collate.ts';
 import * as cifar from './datasets/cifar.ts';
 import * as fake from './datasets/fake.ts';
@@ -18,4 +20,4 @@ const modules: [string, Record<string, unknown>][] = [
   ['./transforms/transforms.ts', transforms],
 ];
 // import.meta.url is this file's source URL here too: the bundler keeps each module's own.
-for (const [path, ns] of modules) registerBuiltinModule(new URL(path, import.meta.url).href, ns);
+for (const [path, ns] of modules) registerBuiltinModule(siblingModule(path, import.meta.url).href, ns);

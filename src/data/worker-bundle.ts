@@ -5,12 +5,17 @@
 // a source file changes (checked by mtime and size at every pool start: a few stat calls),
 // under node_modules/.cache/tsddp so the bundle's package imports (sharp, tsx) resolve.
 // When it cannot be built, the pool falls back to loading the TypeScript sources with tsx.
+// The published package ships the bundle ready-made (dist/data/data-worker.bundle.mjs,
+// built by scripts/build.mjs at `npm pack`), so library users never need esbuild or tsx.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isCompiled } from '../core/module-url.ts';
 
+/** The bundle's file name in the published package, next to this module (dist/data/). */
+export const PACKAGED_BUNDLE = 'data-worker.bundle.mjs';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const entry = fileURLToPath(new URL('./worker-entry.ts', import.meta.url));
 const builder = fileURLToPath(new URL('./worker-bundle-build.mjs', import.meta.url));
@@ -56,7 +61,10 @@ function writeAtomic(path: string, data: string): void {
 }
 
 function build(): Manifest {
-  const r = spawnSync(process.execPath, [builder, entry, root], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const r = spawnSync(process.execPath, [builder, entry, root, cacheDir], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   if (r.status !== 0)
     throw new Error(r.error?.message ?? (r.stderr.trim() || `exit ${r.status ?? r.signal}`));
   const { code, inputs } = JSON.parse(r.stdout) as { code: string; inputs: string[] };
@@ -82,6 +90,10 @@ let failure: string | undefined;
  * cannot be built here — then the reason is in `dataWorkerBundleFailure()`.
  */
 export function dataWorkerBundle(): { url: URL; built: boolean } | null {
+  if (isCompiled(import.meta.url)) {
+    const packaged = new URL(`./${PACKAGED_BUNDLE}`, import.meta.url);
+    return fingerprint(fileURLToPath(packaged)) === null ? null : { url: packaged, built: false };
+  }
   if (failure !== undefined) return null;
   const cached = readManifest();
   if (cached !== null && isFresh(cached))

@@ -2,6 +2,7 @@
 // tasks, collects results by task id, and turns a worker's death, an exception or
 // silence into an error for whoever waits — never a hang. No tensors here.
 import { Worker } from 'node:worker_threads';
+import { isCompiled, siblingModule } from '../core/module-url.ts';
 import {
   DataLoaderError,
   DataLoaderTimeoutError,
@@ -13,7 +14,7 @@ import type { ArrayBatch } from './types.ts';
 import type { FromWorker, ToWorker, WorkerInit } from './worker.ts';
 import { dataWorkerBundle } from './worker-bundle.ts';
 
-const entry = new URL('./worker.ts', import.meta.url);
+const entry = siblingModule('./worker.ts', import.meta.url);
 let live = 0;
 
 /** Worker threads of all DataLoaders that have started and not yet exited (for tests and leak checks). */
@@ -21,19 +22,33 @@ export function liveWorkers(): number {
   return live;
 }
 
+/** tsx's API, for a user's TypeScript dataset module; undefined when tsx is not installed. */
+function optionalTsx(): string | null {
+  try {
+    return import.meta.resolve('tsx/esm/api');
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Starts the worker script. From the TypeScript sources, the pre-built worker
- * (worker-bundle.ts) starts without a TypeScript loader; if it cannot be built, the worker
- * registers tsx itself — hooks from `--import tsx` do not reach worker threads in Node 20.
+ * Starts the worker script. The pre-built worker (worker-bundle.ts) starts without a
+ * TypeScript loader and registers tsx only if a user's .ts module must be imported. In the
+ * compiled package without the bundle, the worker is plain JavaScript; from the sources
+ * without the bundle, the worker registers tsx itself — hooks from `--import tsx` do not
+ * reach worker threads in Node 20.
  */
 function spawn(init: WorkerInit): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData: init });
-  const tsx = import.meta.resolve('tsx/esm/api');
   const bundle = dataWorkerBundle();
   if (bundle !== null) {
-    const workerData = { ...init, typescriptLoader: tsx };
+    const workerData = { ...init, typescriptLoader: optionalTsx() };
     return new Worker(bundle.url, { workerData, execArgv: withoutTsx(process.execArgv) });
   }
+  if (isCompiled(import.meta.url)) {
+    const workerData = { ...init, typescriptLoader: optionalTsx() };
+    return new Worker(entry, { workerData, execArgv: withoutTsx(process.execArgv) });
+  }
+  const tsx = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
   return new Worker(code, { eval: true, workerData: init });
 }

@@ -14,8 +14,8 @@ export interface WorkerInit {
   workerInit?: ModuleRef;
   /** The base seed of the epoch that started the pool; workerInit gets it + workerId, like PyTorch's worker seed. */
   seed: bigint;
-  /** In the pre-built worker: tsx's API URL, registered only if a .ts module must be imported. */
-  typescriptLoader?: string;
+  /** tsx's API URL, registered only if a .ts module must be imported; null when tsx is not installed. */
+  typescriptLoader?: string | null;
 }
 
 /** Messages from the main thread. */

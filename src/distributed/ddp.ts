@@ -163,7 +163,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     native.ddpSetCommHook(this.engine, this.processGroup.h, hook);
   }
 
-  override forward(...inputs: unknown[]): unknown {
+  /** The wrapped module's forward, with its parameter and return types, and DDP's hooks around it. */
+  override forward(...inputs: Parameters<M['forward']>): ReturnType<M['forward']> {
     const grad = isGradEnabled();
     // _pre_forward (rebuild_buckets is where the Reducer notices an unfinished reduction)
     try {
@@ -177,7 +178,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (buffers.length > 0)
         native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, 0);
     }
-    let output = (this.module.forward as (...a: unknown[]) => unknown)(...inputs);
+    let output: unknown = (this.module.forward as (...a: unknown[]) => unknown)(...inputs);
     // _post_forward
     if (grad && this.requireBackwardGradSync) {
       this.requireForwardParamSync = true;
@@ -194,7 +195,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     } else {
       this.requireForwardParamSync = false;
     }
-    return output;
+    return output as ReturnType<M['forward']>;
   }
 
   // Static graph, first iteration: route the outputs through DDPSink so the Reducer's

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Store } from '../distributed/store.ts';
 import { glooHostnameFor } from './network.ts';
 import type { LaunchConfig } from './options.ts';
-import { isTypeScript } from './options.ts';
+import { isTypeScript, typeScriptLoader } from './options.ts';
 import { connectStore, hostStore, Rendezvous } from './rendezvous.ts';
 import { guardImportUrl, LAUNCHER_PID_ENV } from './worker-guard.ts';
 import { describeExit, isSuccess, type WorkerExit, WorkerProcess } from './worker-process.ts';
@@ -40,11 +40,6 @@ function log(msg: string): void {
 
 function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (osConstants.signals[signal] ?? 15);
-}
-
-/** The `--import` that makes Node run TypeScript, resolved from this package (not the cwd). */
-function tsxImport(): string {
-  return import.meta.resolve('tsx');
 }
 
 export class Agent {
@@ -182,7 +177,7 @@ export class Agent {
     const { cfg } = this;
     const world = cfg.nnodes * cfg.nprocPerNode;
     const args = [
-      ...(isTypeScript(cfg.script) ? ['--import', tsxImport()] : []),
+      ...(isTypeScript(cfg.script) ? ['--import', cfg.loader ?? typeScriptLoader(cfg.script)] : []),
       '--import',
       guardImportUrl(),
       cfg.script,

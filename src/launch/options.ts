@@ -2,8 +2,10 @@
 // validated with errors that say what to change.
 import { randomUUID } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { extname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** A bad flag or flag combination; the CLI prints the message and exits non-zero. */
 export class LaunchConfigError extends Error {
@@ -19,6 +21,8 @@ export interface StdStreams {
 export interface LaunchConfig {
   /** Absolute path of the entry file. */
   script: string;
+  /** The `node --import` that runs a TypeScript entry (tsx's loader URL); none for JavaScript. */
+  loader?: string;
   scriptArgs: string[];
   nprocPerNode: number;
   nnodes: number;
@@ -73,6 +77,25 @@ const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 
 export function isTypeScript(script: string): boolean {
   return TS_EXTENSIONS.has(extname(script));
+}
+
+/**
+ * tsx's loader for a TypeScript entry: the user's own tsx (resolved from the script's
+ * folder, as Node would resolve its imports) first, else one installed beside tsddp. tsx
+ * is an optional peer dependency: JavaScript entries run on plain node.
+ */
+export function typeScriptLoader(script: string): string {
+  try {
+    return pathToFileURL(createRequire(script).resolve('tsx')).href;
+  } catch {}
+  try {
+    return import.meta.resolve('tsx');
+  } catch {
+    throw new LaunchConfigError(
+      `${script} is TypeScript, which runs through tsx, and tsx is not installed: ` +
+        'run `npm install --save-dev tsx` in your project, or launch the compiled .js file',
+    );
+  }
 }
 
 function int(flag: string, raw: string | undefined, fallback: number, min: number, max?: number): number {
@@ -192,6 +215,7 @@ export function resolveLaunchConfig(
   const ompSet = env.OMP_NUM_THREADS !== undefined && env.OMP_NUM_THREADS !== '';
   return {
     script: path,
+    ...(isTypeScript(path) ? { loader: typeScriptLoader(path) } : {}),
     scriptArgs,
     nprocPerNode: nproc,
     nnodes: nodes,

@@ -251,7 +251,7 @@ export async function train(
         processGroup: d.group,
       });
     }
-    const net: Module = ddp ?? model;
+    const net = ddp ?? model;
 
     const metrics = new MetricsWriter(c.metricsFile, rank, resumeDir === null);
     if (resumeDir !== null)
@@ -372,7 +372,7 @@ export async function train(
             const micro = (): void => {
               const tf = now();
               const forward = () => {
-                const logits = net.forward(x) as t.Tensor;
+                const logits = net.forward(x);
                 return [logits, t.crossEntropy(logits, y, { labelSmoothing: c.labelSmoothing })] as const;
               };
               const [logits, l] =
@@ -380,7 +380,7 @@ export async function train(
               forwardMs += now() - tf;
               const tb = now();
               const scaled = accum > 1 ? l.div(accum) : l;
-              (scaler !== null ? (scaler.scale(scaled) as t.Tensor) : scaled).backward();
+              (scaler !== null ? scaler.scale(scaled) : scaled).backward();
               backwardMs += now() - tb;
               loss += l.item() / accum;
               acc += logits.argmax(1).eq(y).sum().item() / (y.shape[0] * accum);

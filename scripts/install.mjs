@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// The installed package's build step: npm runs it on `npm install tsddp` (the `install`
+// script), and `npx tsddp setup` runs it by hand (after `npm install --ignore-scripts`, or
+// to rebuild). It finds libtorch — LIBTORCH, else torch >= 2.4 importable from python3,
+// else the official torch wheel pip-installed once into a per-user cache shared by every
+// project (~/.cache/tsddp/torch-<version>) — and builds both addons with cmake-js. It
+// never runs apt-get unless given --install-system-deps: a missing compiler, cmake or
+// header is one message naming the Debian/Ubuntu packages to install.
+//   node scripts/install.mjs [--rebuild] [--install-system-deps]
+// Env: LIBTORCH, GLOO_INCLUDE_DIR, TSDDP_TORCH_VERSION, TORCH_CXX11_ABI (as for
+// scripts/setup.mjs), TSDDP_CACHE_DIR (default $XDG_CACHE_HOME/tsddp or ~/.cache/tsddp).
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureAddons, glooIncludeRoot, missingBuildPackages, readStamp } from './lib/addons.mjs';
+import { aptInstall, fail, isRoot, SetupError } from './lib/proc.mjs';
+import { DEFAULT_TORCH_VERSION, findTorch, validateTorch } from './lib/torch.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const REBUILD = args.includes('--rebuild');
+const SYSTEM_DEPS = args.includes('--install-system-deps');
+const log = (msg) => console.log(`tsddp install: ${msg}`);
+let step = 'start';
+
+/** The per-user cache that holds the pip-installed torch, shared by all projects. */
+export function cacheDir() {
+  if (process.env.TSDDP_CACHE_DIR) return resolve(process.env.TSDDP_CACHE_DIR);
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tsddp');
+}
+
+function checkSystemDeps() {
+  const glooRoot = glooIncludeRoot();
+  const missing = missingBuildPackages(glooRoot);
+  if (missing.length === 0) return glooRoot;
+  const pkgs = missing.map((m) => m.pkg);
+  if (SYSTEM_DEPS) {
+    if (!isRoot())
+      fail(`--install-system-deps needs root (apt-get); run: sudo npx tsddp setup --install-system-deps`);
+    log(`installing ${pkgs.join(' ')} with apt`);
+    aptInstall(pkgs);
+    return glooRoot;
+  }
+  const list = missing.map((m) => `  ${m.pkg.padEnd(12)} ${m.why}`).join('\n');
+  fail(
+    `the native build needs these Debian/Ubuntu packages, which are missing:\n${list}\n` +
+      `install them with: sudo apt-get install -y ${pkgs.join(' ')}\n` +
+      'then run: npx tsddp setup   (or let tsddp do it as root: npx tsddp setup --install-system-deps)',
+  );
+}
+
+function main() {
+  // In a checkout, npm ci runs this too: scripts/setup.mjs builds there.
+  if (process.env.npm_lifecycle_event === 'install' && existsSync(join(ROOT, 'src', 'index.ts'))) return;
+  step = 'libtorch';
+  const version = process.env.TSDDP_TORCH_VERSION || DEFAULT_TORCH_VERSION;
+  const venv = join(cacheDir(), `torch-${version}`);
+  const torch = findTorch({ stamp: readStamp(ROOT), venv, venvSource: 'cache', log, allowApt: SYSTEM_DEPS });
+  validateTorch(torch);
+  log(`torch ${torch.version} from ${torch.source} (${torch.dir})`);
+  step = 'system packages';
+  const glooRoot = checkSystemDeps();
+  step = 'build';
+  const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log });
+  if (!built) log('the addons are up to date');
+}
+
+try {
+  main();
+} catch (e) {
+  console.error(`tsddp install: FAILED at step "${step}": ${e instanceof SetupError ? e.message : e.stack}`);
+  process.exit(1);
+}

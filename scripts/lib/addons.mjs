@@ -1,0 +1,166 @@
+// Builds the two addons in native/ with cmake-js (DESIGN.md section 3) and records what
+// they were built from in .tsddp/setup.json, the stamp that makes a second run a no-op and
+// that src/core/native.ts checks at load. Shared by scripts/setup.mjs (a checkout) and
+// scripts/install.mjs (the installed package).
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fail, onPath, run } from './proc.mjs';
+
+// Bump when the build command below changes, so existing builds are redone.
+const RECIPE = 1;
+
+export const addonPaths = (root) => ({
+  addon: join(root, 'native', 'build', 'Release', 'tsddp.node'),
+  imageAddon: join(root, 'native', 'build', 'Release', 'tsddp_image.node'),
+});
+
+// ---- stamp ----
+const stampPath = (root) => join(root, '.tsddp', 'setup.json');
+export function readStamp(root) {
+  try {
+    return JSON.parse(readFileSync(stampPath(root), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+export function writeStamp(root, stamp) {
+  mkdirSync(dirname(stampPath(root)), { recursive: true });
+  writeFileSync(stampPath(root), `${JSON.stringify(stamp, null, 2)}\n`);
+}
+
+// ---- what the C++ build needs from the system ----
+/** The Gloo include root: GLOO_INCLUDE_DIR, else /usr/include (Debian's libgloo-dev). */
+export function glooIncludeRoot() {
+  const root = process.env.GLOO_INCLUDE_DIR ? resolve(process.env.GLOO_INCLUDE_DIR) : '/usr/include';
+  if (process.env.GLOO_INCLUDE_DIR && !existsSync(join(root, 'gloo', 'algorithm.h')))
+    fail(`GLOO_INCLUDE_DIR=${root} has no gloo/algorithm.h`);
+  return root;
+}
+
+/** Debian/Ubuntu packages the build needs and this machine lacks, each with why. */
+export function missingBuildPackages(glooRoot) {
+  const missing = [];
+  if (!existsSync(join(glooRoot, 'gloo', 'algorithm.h')))
+    missing.push({ pkg: 'libgloo-dev', why: 'Gloo headers, for ProcessGroupGloo' });
+  // libjpeg(-turbo) headers for tsddp_image.node, the data workers' image kernels (native/image).
+  if (!existsSync('/usr/include/jpeglib.h'))
+    missing.push({ pkg: 'libjpeg-dev', why: 'libjpeg-turbo headers, for JPEG decoding' });
+  if (!onPath('cmake')) missing.push({ pkg: 'cmake', why: 'the build system' });
+  if (!onPath('c++') && !onPath('g++')) missing.push({ pkg: 'g++', why: 'the C++ compiler' });
+  return missing;
+}
+
+// ---- the build ----
+function listFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name)) : [join(dir, e.name)]))
+    .sort();
+}
+
+const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+
+/** A hash of everything the addons are built from: a changed input means a rebuild. */
+export function inputsHash(root, torch, glooRoot) {
+  const req = createRequire(join(root, 'package.json'));
+  const napi = JSON.parse(readFileSync(req.resolve('node-addon-api/package.json'), 'utf8'));
+  const h = createHash('sha256');
+  h.update(
+    JSON.stringify([
+      RECIPE,
+      torch.dir,
+      torch.version,
+      torch.cxx11Abi,
+      glooRoot,
+      napi.version,
+      process.versions.node.split('.')[0],
+      process.versions.modules,
+    ]),
+  );
+  const native = join(root, 'native');
+  const sources = [...listFiles(join(native, 'src')), ...listFiles(join(native, 'image'))];
+  for (const f of [join(native, 'CMakeLists.txt'), ...sources])
+    h.update(`${relative(root, f)}\0${sha256(readFileSync(f))}\n`);
+  return h.digest('hex');
+}
+
+export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
+  const env = { ...process.env };
+  // Use the running node's own headers when installed next to it; cmake-js otherwise takes
+  // Node-API's from the node-api-headers package (native/package.json declares napi_versions).
+  const prefix = dirname(dirname(process.execPath));
+  if (existsSync(join(prefix, 'include', 'node', 'node.h'))) env.npm_config_nodedir = prefix;
+  const cmakeJs = join(
+    dirname(createRequire(join(root, 'package.json')).resolve('cmake-js/package.json')),
+    'bin',
+    'cmake-js',
+  );
+  const common = [
+    '-d',
+    join(root, 'native'),
+    '-B',
+    'Release',
+    '--parallel',
+    String(availableParallelism()),
+    `--CDTORCH_DIR=${torch.dir}`,
+    `--CDTORCH_CXX11_ABI=${torch.cxx11Abi}`,
+  ];
+  // A non-default Gloo include root: cmake-js overrides CMAKE_CXX_FLAGS, so add it as a
+  // standard include dir; always passed (empty by default) so the cache never keeps an
+  // old one. Never pass /usr/include itself: -isystem on it breaks libstdc++'s include_next.
+  const gloo = glooRoot === '/usr/include' ? '' : glooRoot;
+  common.push(`--CDCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=${gloo}`);
+  // configure every time (a second or two) so a changed TORCH_DIR/ABI is never stale
+  // in CMakeCache; rebuild wipes native/build first (ccache keeps it cheap).
+  const opts = { env, cwd: root };
+  if (rebuild) run(process.execPath, [cmakeJs, 'rebuild', ...common], opts);
+  else {
+    run(process.execPath, [cmakeJs, 'configure', ...common], opts);
+    run(process.execPath, [cmakeJs, 'build', ...common], opts);
+  }
+  for (const f of Object.values(addonPaths(root)))
+    if (!existsSync(f)) fail(`build finished but ${relative(root, f)} is missing`);
+}
+
+/** Loads the addon in a child, so a crash on dlopen is reported, not fatal here; its torch version. */
+export function verifyAddon(root) {
+  const { addon } = addonPaths(root);
+  const code = `const a = require(${JSON.stringify(addon)});
+    const i = typeof a.buildInfo === 'function' ? a.buildInfo() : {};
+    console.log(i.torchVersion ?? i.torch ?? '(no buildInfo().torchVersion yet)');`;
+  const r = spawnSync(process.execPath, ['-e', code], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) fail(`the addon does not load:\n${r.stderr || r.stdout}`);
+  return r.stdout.trim();
+}
+
+/**
+ * Builds the addons unless the stamp says they are built from these very inputs. Returns
+ * what it did, for the caller's one-line report.
+ */
+export function ensureAddons(root, torch, glooRoot, { rebuild = false, log }) {
+  const t0 = Date.now();
+  const stamp = readStamp(root);
+  const record = {
+    torchDir: torch.dir,
+    torchVersion: torch.version,
+    torchSource: torch.source,
+    cxx11Abi: torch.cxx11Abi,
+  };
+  const hash = inputsHash(root, torch, glooRoot);
+  const built = Object.values(addonPaths(root)).every((f) => existsSync(f));
+  if (!rebuild && built && stamp.inputsHash === hash) {
+    writeStamp(root, { ...stamp, ...record }); // same torch, perhaps reached another way
+    return { built: false };
+  }
+  // Recorded before building: a failed build must not re-probe python or re-run pip.
+  writeStamp(root, { ...record, inputsHash: null, builtAt: null });
+  log(`building the addons (${rebuild ? 'rebuild' : 'inputs changed'})`);
+  buildAddons(root, torch, glooRoot, { rebuild });
+  const reported = verifyAddon(root);
+  writeStamp(root, { ...record, inputsHash: hash, builtAt: new Date().toISOString() });
+  log(`built the addons in ${((Date.now() - t0) / 1000).toFixed(1)} s; they load, torch ${reported}`);
+  return { built: true };
+}

@@ -1,0 +1,153 @@
+// The published package, as a user gets it (issue 11): `npm pack` (which compiles dist/),
+// the tarball's file list, `npm install ./tsddp-X.tgz` into a fresh project (its install
+// step builds both addons against the torch this checkout uses, passed as LIBTORCH), a
+// 2-rank DDP training with `npx tsrun` under plain node (compiled JavaScript), the clear
+// refusal of a .ts script while tsx is missing, `tsc --strict` on a user script, and the
+// same training as TypeScript once tsx is installed. Several minutes: the C++ build.
+import assert from 'node:assert/strict';
+import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const tmp = mkdtempSync(join(tmpdir(), 'tsddp-package-'));
+const project = join(tmp, 'project');
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+// The outer `npm test` sets npm_* variables (prefix, lifecycle event, ...) that must not
+// steer the npm commands run here.
+const env: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'),
+);
+
+function sh(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
+  const r = spawnSync(cmd, args, { cwd: project, env, encoding: 'utf8', timeout: 600_000, ...opts });
+  const out = `${r.stdout ?? ''}\n${r.stderr ?? ''}`;
+  return { status: r.status, out, stdout: String(r.stdout ?? '') };
+}
+function ok(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
+  const r = sh(cmd, args, opts);
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} failed:\n${r.out.slice(-6000)}`);
+  return r;
+}
+const devVersion = (name: string) =>
+  JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+
+interface PackedFile {
+  path: string;
+  size: number;
+}
+let packed: { filename: string; size: number; unpackedSize: number; files: PackedFile[] };
+
+before(() => {
+  // prepack (scripts/build.mjs) may print before npm's JSON, which starts a line with '['.
+  const { stdout } = ok('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: ROOT });
+  packed = JSON.parse(stdout.slice(stdout.search(/^\[/m)))[0];
+  ok('mkdir', ['-p', project], { cwd: tmp });
+  // A user's ESM project (npm init's default is CommonJS, which has no top-level await).
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'user-project', private: true, type: 'module' }),
+  );
+});
+
+test('the tarball holds the compiled package and no tests, fixtures or benchmarks', (t) => {
+  const paths = packed.files.map((f) => f.path);
+  for (const needed of [
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/cli/main.js',
+    'dist/data/data-worker.bundle.mjs',
+    'dist/dashboard/public/index.html',
+    'bin/tsddp.mjs',
+    'scripts/install.mjs',
+    'native/CMakeLists.txt',
+    'native/src/addon.cc',
+    'native/image/jpeg.cc',
+    'LICENSE',
+  ])
+    assert.ok(paths.includes(needed), `${needed} is missing from the tarball`);
+  const unwanted = paths.filter(
+    (p) =>
+      /^(test|src|examples|docs|\.ci|native\/build)\//.test(p) ||
+      /fixture/i.test(p) ||
+      (p.startsWith('bench/') && p !== 'bench/reference/ddp.py') ||
+      p.endsWith('.test.ts'),
+  );
+  assert.deepEqual(unwanted, []);
+  t.diagnostic(
+    `${packed.filename}: ${(packed.size / 1024).toFixed(0)} kB packed, ` +
+      `${(packed.unpackedSize / 1024 / 1024).toFixed(1)} MB unpacked, ${paths.length} files`,
+  );
+});
+
+test('npm install builds the addons and a 2-rank DDP script runs with npx tsrun on plain node', (t) => {
+  const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
+  const t0 = Date.now();
+  const { out } = ok(
+    'npm',
+    ['install', join(tmp, packed.filename), '--no-audit', '--no-fund', '--prefer-offline'],
+    { env: { ...env, LIBTORCH: stamp.torchDir } },
+  );
+  t.diagnostic(`npm install of the tarball (with the C++ build): ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  assert.doesNotMatch(out, /tsddp install: FAILED/);
+
+  copyFileSync(join(ROOT, 'test', 'package', 'user-train.ts'), join(project, 'train.mjs'));
+  const prefix = join(project, 'js');
+  ok('npx', ['tsrun', '--nproc-per-node', '2', '--standalone', 'train.mjs'], {
+    env: { ...env, RESULT_PREFIX: prefix, OMP_NUM_THREADS: '1' },
+  });
+  const ranks = [0, 1].map((r) => JSON.parse(readFileSync(`${prefix}.rank${r}.json`, 'utf8')));
+  for (const r of ranks) {
+    assert.equal(r.losses.length, 8); // 64 images, 2 ranks, batch 8, 2 epochs
+    assert.ok(r.losses.every(Number.isFinite));
+  }
+  assert.equal(ranks[0].checksum, ranks[1].checksum, 'DDP replicas differ after training');
+});
+
+test('a .ts script without tsx installed is refused with the command to fix it', () => {
+  copyFileSync(join(ROOT, 'test', 'package', 'user-train.ts'), join(project, 'train.ts'));
+  const r = sh('npx', ['tsrun', '--nproc-per-node', '1', 'train.ts']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.out, /train\.ts is TypeScript.*tsx is not installed.*npm install --save-dev tsx/);
+});
+
+test('a user script type-checks with tsc --strict and runs as TypeScript through tsx', () => {
+  ok('npm', [
+    'install',
+    '--save-dev',
+    `tsx@${devVersion('tsx')}`,
+    `typescript@${devVersion('typescript')}`,
+    `@types/node@${devVersion('@types/node')}`,
+    '--no-audit',
+    '--no-fund',
+    '--prefer-offline',
+  ]);
+  const tsconfig = {
+    compilerOptions: {
+      target: 'ES2022',
+      lib: ['ES2023', 'ESNext.Disposable'],
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      types: ['node'],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+    },
+    files: ['train.ts'],
+  };
+  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
+  ok('npx', ['tsc', '-p', '.']);
+
+  const prefix = join(project, 'ts');
+  ok('npx', ['tsrun', '--nproc-per-node', '2', '--standalone', 'train.ts'], {
+    env: { ...env, RESULT_PREFIX: prefix, OMP_NUM_THREADS: '1' },
+  });
+  const ranks = [0, 1].map((r) => JSON.parse(readFileSync(`${prefix}.rank${r}.json`, 'utf8')));
+  assert.equal(ranks[0].checksum, ranks[1].checksum, 'DDP replicas differ after training');
+  // The same seed, data and code as the JavaScript run: the same training.
+  const js = JSON.parse(readFileSync(join(project, 'js.rank0.json'), 'utf8'));
+  assert.deepEqual(ranks[0].losses, js.losses);
+});
