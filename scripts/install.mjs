@@ -30,17 +30,17 @@ export function cacheDir() {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tsddp');
 }
 
-function checkSystemDeps() {
-  const glooRoot = glooIncludeRoot();
+function checkSystemDeps(glooRoot) {
+  step = 'system packages';
   const missing = missingBuildPackages(glooRoot);
-  if (missing.length === 0) return glooRoot;
+  if (missing.length === 0) return;
   const pkgs = missing.map((m) => m.pkg);
   if (SYSTEM_DEPS) {
     if (!isRoot())
       fail(`--install-system-deps needs root (apt-get); run: sudo npx tsddp setup --install-system-deps`);
     log(`installing ${pkgs.join(' ')} with apt`);
     aptInstall(pkgs);
-    return glooRoot;
+    return;
   }
   const list = missing.map((m) => `  ${m.pkg.padEnd(12)} ${m.why}`).join('\n');
   fail(
@@ -59,10 +59,13 @@ function main() {
   const torch = findTorch({ stamp: readStamp(ROOT), venv, venvSource: 'cache', log, allowApt: SYSTEM_DEPS });
   validateTorch(torch);
   log(`torch ${torch.version} from ${torch.source} (${torch.dir})`);
-  step = 'system packages';
-  const glooRoot = checkSystemDeps();
   step = 'build';
-  const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log });
+  const glooRoot = glooIncludeRoot();
+  const beforeBuild = () => {
+    checkSystemDeps(glooRoot);
+    step = 'build';
+  };
+  const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log, beforeBuild });
   if (!built) log('the addons are up to date');
 }
 

@@ -114,13 +114,14 @@ test('a .ts script without tsx installed is refused with the command to fix it',
   assert.match(r.out, /train\.ts is TypeScript.*tsx is not installed.*npm install --save-dev tsx/);
 });
 
-test('a user script type-checks with tsc --strict and runs as TypeScript through tsx', () => {
+test('a user script and the README example type-check with tsc --strict; the script runs through tsx', () => {
   ok('npm', [
     'install',
     '--save-dev',
     `tsx@${devVersion('tsx')}`,
     `typescript@${devVersion('typescript')}`,
     `@types/node@${devVersion('@types/node')}`,
+    `esbuild@${devVersion('esbuild')}`,
     '--no-audit',
     '--no-fund',
     '--prefer-offline',
@@ -136,9 +137,15 @@ test('a user script type-checks with tsc --strict and runs as TypeScript through
       noEmit: true,
       skipLibCheck: false,
     },
-    files: ['train.ts'],
+    files: ['train.ts', 'readme.ts'],
   };
   writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
+  // The README's example, as a user would paste it, is checked with the same settings.
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const install = readme.slice(readme.indexOf('## Install in your project'));
+  const example = /```ts\n([\s\S]*?)```/.exec(install)?.[1];
+  assert.ok(example?.includes("from 'tsddp'"), 'no ts example in the README install section');
+  writeFileSync(join(project, 'readme.ts'), String(example));
   ok('npx', ['tsc', '-p', '.']);
 
   const prefix = join(project, 'ts');
@@ -150,4 +157,56 @@ test('a user script type-checks with tsc --strict and runs as TypeScript through
   // The same seed, data and code as the JavaScript run: the same training.
   const js = JSON.parse(readFileSync(join(project, 'js.rank0.json'), 'utf8'));
   assert.deepEqual(ranks[0].losses, js.losses);
+});
+
+test('the bundled script (esbuild, tsddp external) runs on plain node', () => {
+  ok('npx', [
+    'esbuild',
+    'train.ts',
+    '--bundle',
+    '--platform=node',
+    '--format=esm',
+    '--external:tsddp',
+    '--outfile=bundle/train.mjs',
+  ]);
+  const prefix = join(project, 'bundle');
+  ok('npx', ['tsrun', '--nproc-per-node', '2', '--standalone', 'bundle/train.mjs'], {
+    env: { ...env, RESULT_PREFIX: prefix, OMP_NUM_THREADS: '1' },
+  });
+  const js = JSON.parse(readFileSync(join(project, 'js.rank0.json'), 'utf8'));
+  assert.deepEqual(JSON.parse(readFileSync(`${prefix}.rank0.json`, 'utf8')).losses, js.losses);
+});
+
+test('npx tsddp setup finds the addons up to date, and an addon built for another torch is refused', () => {
+  const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
+  const { out } = ok('npx', ['tsddp', 'setup'], { env: { ...env, LIBTORCH: stamp.torchDir } });
+  assert.match(out, /the addons are up to date/);
+
+  // As after `pip install -U torch` in the folder the addon links to: the stamp is what
+  // the folder held at build time, so claiming another version there is the same fault.
+  const installed = join(project, 'node_modules', 'tsddp', '.tsddp', 'setup.json');
+  const original = readFileSync(installed, 'utf8');
+  writeFileSync(installed, JSON.stringify({ ...JSON.parse(original), torchVersion: '2.4.0' }));
+  try {
+    const r = sh(process.execPath, ['--input-type=module', '-e', "await import('tsddp')"]);
+    assert.notEqual(r.status, 0);
+    assert.match(r.out, /NativeAddonError: .*built against torch 2\.4\.0 in .*it now holds torch 2\.\d+/);
+    assert.match(r.out, /npx tsddp setup --rebuild/);
+  } finally {
+    writeFileSync(installed, original);
+  }
+});
+
+test('a machine without the build tools gets one message naming the packages to install', () => {
+  const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
+  const script = join(project, 'node_modules', 'tsddp', 'scripts', 'install.mjs');
+  // No cmake or compiler on PATH (node itself is started by its absolute path).
+  const r = sh(process.execPath, [script, '--rebuild'], {
+    env: { ...env, PATH: tmp, LIBTORCH: stamp.torchDir },
+  });
+  assert.equal(r.status, 1);
+  assert.match(r.out, /needs these Debian\/Ubuntu packages, which are missing:/);
+  assert.match(r.out, /cmake +the build system/);
+  assert.match(r.out, /sudo apt-get install -y (.* )?cmake/);
+  assert.match(r.out, /npx tsddp setup --install-system-deps/);
 });

@@ -138,9 +138,10 @@ export function verifyAddon(root) {
 
 /**
  * Builds the addons unless the stamp says they are built from these very inputs. Returns
- * what it did, for the caller's one-line report.
+ * what it did, for the caller's one-line report. `beforeBuild` runs only when a build is
+ * needed (the check for build tools: up-to-date addons need none).
  */
-export function ensureAddons(root, torch, glooRoot, { rebuild = false, log }) {
+export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, beforeBuild = () => {} }) {
   const t0 = Date.now();
   const stamp = readStamp(root);
   const record = {
@@ -155,6 +156,7 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log }) {
     writeStamp(root, { ...stamp, ...record }); // same torch, perhaps reached another way
     return { built: false };
   }
+  beforeBuild();
   // Recorded before building: a failed build must not re-probe python or re-run pip.
   writeStamp(root, { ...record, inputsHash: null, builtAt: null });
   log(`building the addons (${rebuild ? 'rebuild' : 'inputs changed'})`);
