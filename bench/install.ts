@@ -1,7 +1,7 @@
 // Installing tsddp into a project, measured (issue 11): the tarball's size, the time of
 // `npm install ./tsddp-X.tgz` into a fresh project (the install step builds both addons;
-// with a warm torch, and with --cold from an empty per-user torch cache, which pip-installs
-// torch first), and the time to `import('tsddp')` next to `python -c "import torch"`,
+// with a warm torch, again into a second project where ccache has the objects, and with
+// --cold from an empty per-user torch cache, which pip-installs torch first), and the time to `import('tsddp')` next to `python -c "import torch"`,
 // alternating (ABAB), medians over --rounds.
 //   npm run bench:install -- [--rounds 9] [--cold] [--python PATH]
 import { spawnSync } from 'node:child_process';
@@ -57,6 +57,9 @@ try {
   const warmDir = freshProject('warm');
   const warm = run('npm', install, warmDir, { LIBTORCH: stamp.torchDir });
   log(`install with a warm torch (LIBTORCH): ${warm.toFixed(1)} s`);
+  // A second project: the same build, now from ccache's cache when ccache is installed.
+  const again = run('npm', install, freshProject('again'), { LIBTORCH: stamp.torchDir });
+  log(`install into a second project: ${again.toFixed(1)} s`);
   let cold: number | null = null;
   if (opts.cold) {
     // An empty per-user cache and no torch on python3: pip installs torch, then the build.
@@ -82,6 +85,7 @@ try {
     `| --- | --- |`,
     `| package (npm pack) | ${(packed.size / 1024).toFixed(0)} kB, ${(packed.unpackedSize / 1024 / 1024).toFixed(1)} MB unpacked, ${packed.entryCount} files |`,
     `| npm install, warm torch (${ccache}) | ${warm.toFixed(0)} s |`,
+    `| npm install into a second project (${ccache}) | ${again.toFixed(0)} s |`,
     ...(cold === null ? [] : [`| npm install, empty torch cache | ${cold.toFixed(0)} s |`]),
     `| \`import('tsddp')\` (node process, median of ${rounds}) | ${(ts * 1000).toFixed(0)} ms |`,
   ];

@@ -210,3 +210,29 @@ test('a machine without the build tools gets one message naming the packages to 
   assert.match(r.out, /sudo apt-get install -y (.* )?cmake/);
   assert.match(r.out, /npx tsddp setup --install-system-deps/);
 });
+
+test('npm install --ignore-scripts, then npx tsddp setup, builds the same package', (t) => {
+  const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
+  const second = join(tmp, 'second');
+  ok('mkdir', ['-p', second]);
+  writeFileSync(
+    join(second, 'package.json'),
+    JSON.stringify({ name: 'second', private: true, type: 'module' }),
+  );
+  const install = ['install', join(tmp, packed.filename), '--ignore-scripts', '--no-audit', '--no-fund'];
+  ok('npm', [...install, '--prefer-offline'], { cwd: second });
+  const unbuilt = sh(process.execPath, ['--input-type=module', '-e', "await import('tsddp')"], {
+    cwd: second,
+  });
+  assert.notEqual(unbuilt.status, 0);
+  assert.match(unbuilt.out, /NativeAddonError: tsddp: the native addon is not built .*run `npx tsddp setup`/);
+
+  const t0 = Date.now();
+  ok('npx', ['tsddp', 'setup'], { cwd: second, env: { ...env, LIBTORCH: stamp.torchDir } });
+  t.diagnostic(
+    `npx tsddp setup in a second project: ${((Date.now() - t0) / 1000).toFixed(0)} s (ccache reused)`,
+  );
+  const probe = "const t = await import('tsddp'); console.log(t.tensor([1, 2, 3]).sum().item())";
+  const loaded = ok(process.execPath, ['--input-type=module', '-e', probe], { cwd: second });
+  assert.match(loaded.stdout, /^6\n/);
+});

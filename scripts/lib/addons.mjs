@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fail, onPath, run } from './proc.mjs';
 
 // Bump when the build command below changes, so existing builds are redone.
@@ -93,6 +93,11 @@ export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
   // Node-API's from the node-api-headers package (native/package.json declares napi_versions).
   const prefix = dirname(dirname(process.execPath));
   if (existsSync(join(prefix, 'include', 'node', 'node.h'))) env.npm_config_nodedir = prefix;
+  // ccache keys on paths: relative to the project that holds node_modules/tsddp, the sources
+  // and node-addon-api's headers have the same paths in every project, so installing into
+  // a second project (or again after rm -rf node_modules) compiles from the cache.
+  if (env.CCACHE_BASEDIR === undefined)
+    env.CCACHE_BASEDIR = basename(dirname(root)) === 'node_modules' ? dirname(dirname(root)) : root;
   const cmakeJs = join(
     dirname(createRequire(join(root, 'package.json')).resolve('cmake-js/package.json')),
     'bin',
