@@ -12,4 +12,11 @@ export * as models from './models/index.ts';
 export * as nn from './nn/index.ts';
 export * as optim from './optim/index.ts';
 export * as recipe from './train/index.ts';
-export { ConfigError, type TrainConfig, type TrainConfigInput, train } from './train/index.ts';
+export {
+  ConfigError,
+  PreflightError,
+  PriorRunError,
+  type TrainConfig,
+  type TrainConfigInput,
+  train,
+} from './train/index.ts';

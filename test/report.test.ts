@@ -327,3 +327,30 @@ test('tsddp report prints the paths it wrote (default <metrics dir>/report); exi
     new RegExp(`tsddp report: error: ${missing.replace(/[.]/g, '\\.')}: no such file`),
   );
 });
+
+test('an interrupted run left only rank files: tsddp report merges them itself and says so', () => {
+  const dir = join(tmp, 'interrupted');
+  mkdirSync(dir);
+  const file = join(dir, 'm.jsonl');
+  // What a 2-rank run killed before rank 0's merge leaves: <file>.rank0, <file>.rank1.
+  const records = synthRecords({ world: 2, epochs: 1, stepsPerEpoch: 20 }).filter(
+    (r) => r.type !== 'summary',
+  );
+  for (const rank of [0, 1])
+    writeRecords(
+      `${file}.rank${rank}`,
+      records.filter((r) => r.rank === rank),
+    );
+  const m = loadMetrics(file);
+  assert.deepEqual(m.mergedFrom, [`${file}.rank0`, `${file}.rank1`]);
+  assert.equal(m.steps.length, records.filter((r) => r.type === 'step').length);
+
+  const run = spawnSync(process.execPath, ['bin/tsddp.mjs', 'report', file], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(
+    run.stderr,
+    /m\.jsonl is missing \(the run stopped before merging its metrics\); read its rank files .*m\.jsonl\.rank0, .*m\.jsonl\.rank1/,
+  );
+  assert.ok(existsSync(join(dir, 'report', 'report.html')));
+  assert.ok(!existsSync(file), 'the report reads the rank files; it does not write the metrics file');
+});

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -171,4 +171,83 @@ test('tsddp train --nproc-per-node 2 launches the workers and merges their metri
     [1, 2, 3, 4, 5, 6].flatMap((s) => [`${s}:0`, `${s}:1`]),
   );
   assert.equal(recs.filter((x) => x.type === 'eval').length, 4); // after epoch 1 and at the stop, on both ranks
+});
+
+/** The worker processes under `launcher` (its children), with their RANK. */
+function workersOf(launcher: number): { pid: number; rank: string }[] {
+  const children = readdirSync(`/proc/${launcher}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${launcher}/task/${tid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number),
+  );
+  return children.flatMap((pid) => {
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const rank = env.find((e) => e.startsWith('RANK='))?.slice(5);
+      return rank === undefined ? [] : [{ pid, rank }];
+    } catch {
+      return []; // already gone
+    }
+  });
+}
+
+test('rank 0 SIGKILLed mid-run: the launcher still merges the metrics the ranks wrote', async () => {
+  const metrics = join(tmp, 'killed.jsonl');
+  const child = spawn(
+    process.execPath,
+    [
+      'bin/tsddp.mjs',
+      'train',
+      ...[
+        '--nproc-per-node',
+        '2',
+        '--master-port',
+        '0',
+        '--model',
+        'resnet18',
+        '--width-multiplier',
+        '0.125',
+      ],
+      ...[
+        '--image-size',
+        '16',
+        '--train-size',
+        '64',
+        '--val-size',
+        '8',
+        '--batch-size',
+        '4',
+        '--epochs',
+        '50',
+      ],
+      ...['--workers', '0', '--eval-every', '0', '--metrics-file', metrics],
+    ],
+    { cwd: ROOT, env: { ...process.env, OMP_NUM_THREADS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => {
+    out += b;
+  });
+  child.stderr.on('data', (b: Buffer) => {
+    out += b;
+  });
+  const closed = new Promise<number | null>((res) => child.on('close', res));
+  // Both ranks have recorded a few steps: kill rank 0 (it never merges), as a crash would.
+  const deadline = Date.now() + 60_000;
+  const stepsIn = (f: string) => (existsSync(f) ? stepRecords(f).length : 0);
+  while (stepsIn(`${metrics}.rank0`) < 3 || stepsIn(`${metrics}.rank1`) < 3) {
+    assert.ok(Date.now() < deadline, `no steps recorded in time:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const rank0 = workersOf(child.pid as number).find((w) => w.rank === '0');
+  assert.ok(rank0, `rank 0's process under the launcher:\n${out}`);
+  process.kill(rank0.pid, 'SIGKILL');
+  const code = await closed;
+  assert.equal(code, 1, out);
+  assert.match(out, /merged \d+ metric records of the failed run into .*killed\.jsonl/);
+  const merged = stepRecords(metrics);
+  assert.ok(merged.length >= 6, `the merged file holds both ranks' steps (${merged.length})`);
+  assert.deepEqual([...new Set(merged.map((s) => s.rank))].sort(), [0, 1]);
 });

@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { CheckpointError } from './errors.ts';
 
 export interface WrittenFile {
   /** Bytes written. */
@@ -64,7 +65,8 @@ export async function writeFileAtomic(
     await fsyncDir(dirname(path));
   } catch (e) {
     await rm(tmp, { force: true }).catch(() => {});
-    throw e;
+    // Node's write errors do not name the file ("ENOSPC: no space left on device, write").
+    throw new CheckpointError('WRITE', path, `cannot be written: ${(e as Error).message}`, { cause: e });
   } finally {
     inFlight.delete(tmp);
   }

@@ -37,7 +37,8 @@ export type CheckpointErrorCode =
   | 'PICKLE' // a pickle / .pt file was offered: tsddp never unpickles
   | 'VERSION' // written by an incompatible (newer) format version
   | 'WORLD_SIZE_MISMATCH' // saved with a different world size and no reshard was asked for
-  | 'INCOMPATIBLE'; // the checkpoint does not fit the model/optimizer it is loaded into
+  | 'INCOMPATIBLE' // the checkpoint does not fit the model/optimizer it is loaded into
+  | 'WRITE'; // a file of the checkpoint could not be written (full disk, permissions): nothing was committed
 
 /** A checkpoint that was refused. Nothing has been applied to any target when this is thrown. */
 export class CheckpointError extends Error {

@@ -128,50 +128,62 @@ export async function saveCheckpoint(
     const dir = join(root, checkpointDirName(step));
     await cleanStaleTemps(root);
     await cleanStaleTemps(dir);
-    await mkdir(dir, { recursive: true });
-    await fsyncDir(root);
-    // Re-saving a step: un-commit first, so no instant exists where the old manifest
-    // vouches for half-replaced files. Then drop files this save will not rewrite.
-    await rm(join(dir, MANIFEST_FILE), { force: true });
-    for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE]) await rm(join(dir, stale), { force: true });
-    await fsyncDir(dir);
+    // A save that fails (a full disk) removes the folder it created: no empty or partial
+    // checkpoint folder is left behind. A re-saved step's folder stays, uncommitted.
+    const existed = await lstat(dir).then(
+      () => true,
+      () => false,
+    );
+    let manifest: Manifest;
+    try {
+      await mkdir(dir, { recursive: true });
+      await fsyncDir(root);
+      // Re-saving a step: un-commit first, so no instant exists where the old manifest
+      // vouches for half-replaced files. Then drop files this save will not rewrite.
+      await rm(join(dir, MANIFEST_FILE), { force: true });
+      for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE]) await rm(join(dir, stale), { force: true });
+      await fsyncDir(dir);
 
-    const files: Record<string, WrittenFile> = {};
-    const p = opts.onProgress;
-    files[MODEL_FILE] = await saveFile(model, join(dir, MODEL_FILE), {
-      metadata: { format: 'pt' },
-      onProgress: p,
-    });
-    if (parts.optimizer !== undefined) {
-      files[OPTIMIZER_FILE] = await saveFile(
-        Object.fromEntries(optimizerTensors),
-        join(dir, OPTIMIZER_FILE),
-        {
-          onProgress: p,
-        },
-      );
-    }
-    if (otherTensors.size > 0) {
-      files[TRAINER_TENSORS_FILE] = await saveFile(
-        Object.fromEntries(otherTensors),
-        join(dir, TRAINER_TENSORS_FILE),
-        {
-          onProgress: p,
-        },
-      );
-    }
-    const json = new TextEncoder().encode(`${JSON.stringify(record, null, 1)}\n`);
-    files[TRAINER_FILE] = await writeFileAtomic(join(dir, TRAINER_FILE), [json], p);
+      const files: Record<string, WrittenFile> = {};
+      const p = opts.onProgress;
+      files[MODEL_FILE] = await saveFile(model, join(dir, MODEL_FILE), {
+        metadata: { format: 'pt' },
+        onProgress: p,
+      });
+      if (parts.optimizer !== undefined) {
+        files[OPTIMIZER_FILE] = await saveFile(
+          Object.fromEntries(optimizerTensors),
+          join(dir, OPTIMIZER_FILE),
+          {
+            onProgress: p,
+          },
+        );
+      }
+      if (otherTensors.size > 0) {
+        files[TRAINER_TENSORS_FILE] = await saveFile(
+          Object.fromEntries(otherTensors),
+          join(dir, TRAINER_TENSORS_FILE),
+          {
+            onProgress: p,
+          },
+        );
+      }
+      const json = new TextEncoder().encode(`${JSON.stringify(record, null, 1)}\n`);
+      files[TRAINER_FILE] = await writeFileAtomic(join(dir, TRAINER_FILE), [json], p);
 
-    const manifest: Manifest = {
-      format: CHECKPOINT_FORMAT,
-      version: CHECKPOINT_VERSION,
-      step,
-      epoch,
-      createdAt: new Date().toISOString(),
-      files,
-    };
-    await writeManifest(dir, manifest, p);
+      manifest = {
+        format: CHECKPOINT_FORMAT,
+        version: CHECKPOINT_VERSION,
+        step,
+        epoch,
+        createdAt: new Date().toISOString(),
+        files,
+      };
+      await writeManifest(dir, manifest, p);
+    } catch (e) {
+      if (!existed) await rm(dir, { recursive: true, force: true }).catch(() => {});
+      throw e;
+    }
     const removed = await prune(root, step, keepLast);
     return { dir, manifest, removed };
   });

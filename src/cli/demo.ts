@@ -41,7 +41,7 @@ async function demo(opts: { out: string; nprocPerNode?: string }): Promise<numbe
   const started = performance.now();
   const code = await trainCommand([
     ...DEMO_ARGS,
-    ...['--nproc-per-node', nproc, '--standalone', '--resume', 'none'],
+    ...['--nproc-per-node', nproc, '--standalone', '--overwrite'],
     ...['--checkpoint-dir', checkpoints, '--metrics-file', metrics],
   ]);
   if (code !== 0) return code;

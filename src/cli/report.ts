@@ -21,6 +21,11 @@ export async function reportCommand(file: string, opts: { out?: string }): Promi
   const out = opts.out ?? join(dirname(file), 'report');
   try {
     const paths = await buildReport(file, out);
+    if (paths.mergedFrom.length > 0)
+      process.stderr.write(
+        `tsddp report: ${file} is missing (the run stopped before merging its metrics); ` +
+          `read its rank files ${paths.mergedFrom.join(', ')}\n`,
+      );
     process.stdout.write(`${[paths.html, ...paths.charts].join('\n')}\n`);
     return 0;
   } catch (e) {

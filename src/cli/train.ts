@@ -102,7 +102,17 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     const { metricsFile } = args.config;
     cfg.dashboard = { port: args.config.dashboard, metricsFile: metricsFile && resolve(metricsFile) };
   }
-  return launch(cfg);
+  const code = await launch(cfg);
+  // Rank 0 merges the rank files when the run succeeds; after a failure (or a rank 0 that
+  // was killed), the launcher merges what the ranks wrote, so the metrics file is there.
+  if (args.config.metricsFile !== undefined) {
+    const { mergeRankFiles } = await import('../train/metrics.ts');
+    const file = resolve(args.config.metricsFile);
+    const n = mergeRankFiles(file);
+    if (code !== 0 && n !== null)
+      process.stderr.write(`tsddp train: merged ${n} metric records of the failed run into ${file}\n`);
+  }
+  return code;
 }
 
 /** One process, no launcher: it serves the dashboard itself. */

@@ -1,11 +1,13 @@
 // Reading a metrics JSONL file (src/train/metrics.ts) for the report, with errors that say
 // which file is wrong and how. Numbers a run could not compute (a diverged loss is written
 // by JSON.stringify as null) become NaN, which the charts draw as gaps.
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import {
   type EvalRecord,
   type MetricRecord,
+  mergedRecords,
   type ResumeRecord,
+  rankFilesOf,
   readJsonLines,
   type StepRecord,
   type SummaryRecord,
@@ -25,6 +27,8 @@ export class ReportError extends Error {
 
 export interface Metrics {
   file: string;
+  /** The rank files read instead of `file`, which an interrupted run did not write; else empty. */
+  mergedFrom: string[];
   /** Sorted by step, then rank. */
   steps: StepRecord[];
   /** One per evaluation (every rank records the same all-rank result; the lowest rank's is kept). */
@@ -88,8 +92,19 @@ function lowestRankPerStep<T extends MetricRecord>(records: T[]): T[] {
   return [...byStep.values()].sort((a, b) => a.step - b.step);
 }
 
-/** Reads and checks `file`; a torn last line is skipped (as readJsonLines does). */
+/**
+ * Reads and checks `file`; a torn last line is skipped (as readJsonLines does). A run that
+ * was interrupted before rank 0 merged its metrics left only `<file>.rank<N>`: those are
+ * merged here, as the run would have.
+ */
 export function loadMetrics(file: string): Metrics {
+  const rankFiles = existsSync(file) ? [] : rankFilesOf(file);
+  if (rankFiles.length > 0) {
+    const records = mergedRecords(rankFiles);
+    const where = `${file} (merged from ${rankFiles.join(', ')})`;
+    if (records.length === 0) throw new ReportError(where, 'the rank files hold no tsddp metrics');
+    return fromRecords(where, file, records, rankFiles);
+  }
   let text: string;
   try {
     if (statSync(file).isDirectory()) throw new ReportError(file, 'is a directory, not a metrics JSONL file');
@@ -108,17 +123,24 @@ export function loadMetrics(file: string): Metrics {
       `is not a tsddp metrics file: none of its ${lines} line(s) is a JSON record of type step, eval, resume or summary`,
     );
   }
-  for (const r of records) checkPlace(file, r);
+  return fromRecords(file, file, records, []);
+}
+
+/** `where` names the source in errors; `file` is what the report is of. */
+function fromRecords(where: string, file: string, all: MetricRecord[], mergedFrom: string[]): Metrics {
+  const records = all.filter(isRecord);
+  for (const r of records) checkPlace(where, r);
   const steps = records
     .filter((r): r is StepRecord => r.type === 'step')
     .map(normalizeStep)
     .sort((a, b) => a.step - b.step || a.rank - b.rank);
   if (steps.length === 0) {
     const kinds = [...new Set(records.map((r) => r.type))].join(', ');
-    throw new ReportError(file, `has no step records (only ${kinds}): the run recorded no training step`);
+    throw new ReportError(where, `has no step records (only ${kinds}): the run recorded no training step`);
   }
   return {
     file,
+    mergedFrom,
     steps,
     evals: lowestRankPerStep(records.filter((r): r is EvalRecord => r.type === 'eval')),
     resumes: lowestRankPerStep(records.filter((r): r is ResumeRecord => r.type === 'resume')),

@@ -15,6 +15,8 @@ export interface ReportPaths {
   html: string;
   /** The PNG charts, in page order. */
   charts: string[];
+  /** The rank files read because the metrics file was missing (an interrupted run); else empty. */
+  mergedFrom: string[];
 }
 
 const SMOOTHED = 'Noisy per-step values are drawn as a centred moving average; the legend gives its window.';
@@ -81,5 +83,5 @@ export async function buildReport(metricsFile: string, outDir: string): Promise<
   const tmp = `${html}.tmp${process.pid}`;
   writeFileSync(tmp, page);
   renameSync(tmp, html);
-  return { html, charts: charts.map((c) => join(dir, c.file)) };
+  return { html, charts: charts.map((c) => join(dir, c.file)), mergedFrom: m.mergedFrom };
 }

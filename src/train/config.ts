@@ -139,8 +139,12 @@ export const OPTIONS = {
   checkpointKeep: intOpt(1, 3, 'checkpoints kept'),
   resume: strDefault(
     'none',
-    'auto: the latest valid checkpoint; none; or a checkpoint folder',
+    'auto: the latest valid checkpoint; none (refused if an earlier run is in the same places); or a checkpoint folder',
     'auto, none or a checkpoint folder',
+  ),
+  overwrite: boolOpt(
+    false,
+    'delete the checkpoints and metrics an earlier run left in the same places, and start again',
   ),
   seed: intOpt(0, 0, 'seed of the model init, sampler and augmentations'),
   metricsFile: strOpt('JSONL metrics of all ranks (rank files <file>.rank<N> meanwhile)', 'a file path'),
@@ -192,6 +196,13 @@ export const TrainConfigSchema = z
         code: 'custom',
         path: ['resume'],
         message: 'auto needs a checkpoint folder (--checkpoint-dir)',
+      });
+    }
+    if (c.overwrite && c.resume !== 'none') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['overwrite'],
+        message: `deletes the earlier run, which --resume ${c.resume} continues: give one of them`,
       });
     }
     if (c.checkpointEvery > 0 && c.checkpointDir === undefined) {

@@ -36,10 +36,14 @@ export {
   type MetricRecord,
   MetricsWriter,
   mergeMetrics,
+  mergeRankFiles,
   rankFile,
+  rankFilesOf,
   readJsonLines,
   type StepRecord,
 } from './metrics.ts';
+export { checkCheckpointFolder, PreflightError } from './preflight.ts';
+export { findPriorRun, guardPriorRun, type PriorRun, PriorRunError } from './prior-run.ts';
 export { formatDuration, Progress, type ProgressInfo } from './progress.ts';
 export { buildScheduler } from './schedule.ts';
 export { type StepInfo, type TrainHooks, type TrainResult, train } from './trainer.ts';

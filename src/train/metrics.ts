@@ -9,12 +9,14 @@ import {
   appendFileSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** One optimizer step on one rank. Times in ms; rates in images/s. */
 export interface StepRecord {
@@ -91,6 +93,17 @@ export function rankFile(path: string, rank: number): string {
   return `${path}.rank${rank}`;
 }
 
+/** The rank files `<path>.rank<N>` that exist, in rank order. */
+export function rankFilesOf(path: string): string[] {
+  const dir = dirname(path);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return [];
+  const prefix = `${basename(path)}.rank`;
+  return readdirSync(dir)
+    .filter((f) => f.startsWith(prefix) && /^\d+$/.test(f.slice(prefix.length)))
+    .sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)))
+    .map((f) => join(dir, f));
+}
+
 /** Appends one rank's records to its rank file. */
 export class MetricsWriter {
   readonly file: string | null;
@@ -142,13 +155,35 @@ export function effectiveRecords(records: MetricRecord[]): MetricRecord[] {
  * by step, then record type, then rank. Returns the number of records written.
  */
 export function mergeMetrics(path: string, worldSize: number, extra: MetricRecord[] = []): number {
+  const files = Array.from({ length: worldSize }, (_, r) => rankFile(path, r));
+  return writeMerged(
+    path,
+    mergedRecords(
+      files.filter((f) => existsSync(f)),
+      extra,
+    ),
+  );
+}
+
+/**
+ * Merges whatever rank files `<path>.rank<N>` exist into `<path>`: what the launcher does
+ * when its workers have exited, cleanly or not. Null when there is none.
+ */
+export function mergeRankFiles(path: string): number | null {
+  const files = rankFilesOf(path);
+  return files.length === 0 ? null : writeMerged(path, mergedRecords(files));
+}
+
+/** The records of rank files, superseded ones dropped, sorted by step, then record type, then rank. */
+export function mergedRecords(files: string[], extra: MetricRecord[] = []): MetricRecord[] {
   const all: MetricRecord[] = [];
-  for (let r = 0; r < worldSize; r++) {
-    const f = rankFile(path, r);
-    if (existsSync(f)) all.push(...effectiveRecords(readJsonLines(f)));
-  }
+  for (const f of files) all.push(...effectiveRecords(readJsonLines(f)));
   all.push(...extra);
   all.sort((a, b) => a.step - b.step || TYPE_ORDER[a.type] - TYPE_ORDER[b.type] || a.rank - b.rank);
+  return all;
+}
+
+function writeMerged(path: string, all: MetricRecord[]): number {
   const tmp = `${path}.tmp${process.pid}`;
   writeFileSync(tmp, all.map((r) => `${JSON.stringify(r)}\n`).join(''));
   renameSync(tmp, path);

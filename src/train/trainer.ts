@@ -29,8 +29,11 @@ import {
   METRICS_FILE_ENV,
   MetricsWriter,
   mergeMetrics,
+  mergeRankFiles,
   type StepRecord,
 } from './metrics.ts';
+import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
+import { guardPriorRun } from './prior-run.ts';
 import { Progress } from './progress.ts';
 import { buildScheduler } from './schedule.ts';
 
@@ -176,16 +179,13 @@ export async function train(
   const deviceType = useCuda ? 'cuda' : 'cpu';
   const ampDtype = c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null;
 
-  // Data.
-  const setup = await buildDatasets(c);
-  const loaders = buildLoaders(c, setup, rank, worldSize);
-  const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / c.gradAccum);
-  const totalSteps = c.epochs * stepsPerEpoch;
-  const endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
-
-  let ddp: dist.DistributedDataParallel | null = null;
-  try {
-    // Model, optimizer, schedule, scaler: the same seed on every rank (DDP also broadcasts rank 0's).
+  // Pre-flight: everything that can fail before the first step, checked on every rank and
+  // compared across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
+  const lr = resolveLr(c, worldSize);
+  const { setup, model, optimizer } = await preflight(c, d.group, d.restartCount, async () => {
+    guardPriorRun(c, { restarting: d.restartCount > 0, rank });
+    const setup = await buildDatasets(c);
+    // Model and optimizer: the same seed on every rank (DDP also broadcasts rank 0's).
     t.manualSeed(c.seed);
     const model =
       hooks.model?.(setup.numClasses) ??
@@ -197,13 +197,32 @@ export async function train(
       });
     if (useCuda) model.to(device);
     if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
-    const lr = resolveLr(c, worldSize);
     const optimizer = new SGD(model.parameters(), {
       lr,
       momentum: c.momentum,
       nesterov: c.nesterov,
       weightDecay: c.weightDecay,
     });
+    if (c.checkpointDir !== undefined) {
+      // model.safetensors (parameters and buffers) + optimizer.safetensors (momentum).
+      const params = tensorBytes(model.parameters());
+      const one = params + tensorBytes(model.buffers()) + (c.momentum > 0 ? params : 0);
+      checkCheckpointFolder(c.checkpointDir, 2 * one);
+    }
+    return { setup, model, optimizer };
+  });
+
+  // Data loading.
+  const loaders = buildLoaders(c, setup, rank, worldSize);
+  const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / c.gradAccum);
+  const totalSteps = c.epochs * stepsPerEpoch;
+  const endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
+
+  let ddp: dist.DistributedDataParallel | null = null;
+  // Whether this run started its metrics (then a failure still merges them), and merged them.
+  let metricsOpen = false;
+  let merged = false;
+  try {
     const scheduler: lrScheduler.LRScheduler = buildScheduler(optimizer, c, stepsPerEpoch, lr);
     const scaler = c.amp === 'fp16' ? new GradScaler({ device: deviceType }) : null;
 
@@ -254,6 +273,7 @@ export async function train(
     const net = ddp ?? model;
 
     const metrics = new MetricsWriter(c.metricsFile, rank, resumeDir === null);
+    metricsOpen = true;
     if (resumeDir !== null)
       metrics.write({ type: 'resume', rank, step, epoch, checkpoint: resumeDir, time: Date.now() });
 
@@ -473,6 +493,7 @@ export async function train(
     });
     if (d.group !== null) await dist.barrier({ group: d.group });
     if (c.metricsFile !== undefined && rank === 0) mergeMetrics(c.metricsFile, worldSize);
+    merged = true;
     log(
       `done: ${step} steps in ${wallSec.toFixed(1)} s (${imagesPerSec.toFixed(1)} img/s over ${worldSize} rank(s))` +
         (c.metricsFile !== undefined ? `; metrics in ${c.metricsFile}` : ''),
@@ -492,6 +513,15 @@ export async function train(
       lr: optimizer.paramGroups[0].lr,
     };
   } finally {
+    // A failed run's metrics are merged too (the launcher merges them again once every rank
+    // has stopped), so `<metricsFile>` exists whatever happened.
+    if (metricsOpen && !merged && c.metricsFile !== undefined && rank === 0) {
+      try {
+        mergeRankFiles(c.metricsFile);
+      } catch (e) {
+        console.warn(`tsddp train: could not merge the metrics of the failed run: ${(e as Error).message}`);
+      }
+    }
     progress.done();
     await loaders.train.close();
     await loaders.val.close();

@@ -1,0 +1,115 @@
+// Never lose a run (issue 12, part 1). The fault as it was reported: rerunning the same
+// `tsddp train` command into the same --checkpoint-dir started again at step 0, overwrote
+// ckpt-000050, truncated the metrics rank file, and with another seed pruned the earlier
+// run's checkpoints. Now the rerun is refused before any work and nothing is touched;
+// --resume auto continues the earlier run (its configuration must match); --overwrite
+// deletes it and starts again.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { parseConfig, readJsonLines, type TrainConfigInput, train } from '../src/train/index.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'tsddp-prior-run-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+const quiet = { progress: false } as const;
+
+/** Every file under `dir` with its sha256: what "nothing was touched" compares. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function config(name: string): TrainConfigInput {
+  return {
+    model: 'resnet18',
+    widthMultiplier: 0.125,
+    imageSize: 16,
+    trainSize: 32,
+    valSize: 8,
+    batchSize: 8,
+    epochs: 2,
+    workers: 0,
+    evalEvery: 0,
+    checkpointEvery: 2,
+    checkpointDir: join(tmp, name, 'ckpt'),
+    metricsFile: join(tmp, name, 'm.jsonl'),
+  };
+}
+
+test('rerunning into the folder of an earlier run is refused before any work, and nothing is touched', async () => {
+  const cfg = config('rerun');
+  await train({ ...cfg, maxSteps: 6 }, quiet); // the earlier run: 6 steps, checkpoints at 2, 4, 6
+  const before = snapshot(join(tmp, 'rerun'));
+  assert.ok(Object.keys(before).some((f) => f.endsWith('ckpt-000006/manifest.json')));
+  const t0 = performance.now();
+  for (const again of [cfg, { ...cfg, seed: 7 }]) {
+    await assert.rejects(train(again, quiet), (e: Error) => {
+      assert.equal(e.name, 'PriorRunError');
+      assert.match(e.message, /ckpt holds 3 checkpoint\(s\) \(ckpt-000002, ckpt-000004, ckpt-000006\)/);
+      assert.match(e.message, /m\.jsonl, .*m\.jsonl\.rank0/);
+      assert.match(e.message, /--resume auto.*--overwrite/);
+      return true;
+    });
+  }
+  assert.ok(performance.now() - t0 < 5000, 'refused before building data and model');
+  assert.deepEqual(snapshot(join(tmp, 'rerun')), before);
+});
+
+test('--resume auto continues the earlier run; a changed configuration is refused untouched', async () => {
+  const cfg = config('continue');
+  await train({ ...cfg, maxSteps: 4 }, quiet);
+  const before = snapshot(join(tmp, 'continue'));
+  await assert.rejects(train({ ...cfg, seed: 7, resume: 'auto' }, quiet), /cannot resume: seed was 0, now 7/);
+  assert.deepEqual(snapshot(join(tmp, 'continue')), before);
+
+  const r = await train({ ...cfg, resume: 'auto' }, quiet);
+  assert.equal(r.startStep, 4);
+  assert.equal(r.steps, 8);
+  const steps = readJsonLines(cfg.metricsFile as string).filter((x) => x.type === 'step');
+  assert.deepEqual(
+    steps.map((s) => s.step),
+    [1, 2, 3, 4, 5, 6, 7, 8],
+    'the merged metrics hold both parts of the run',
+  );
+});
+
+test('--overwrite deletes the earlier run and starts again; it cannot be combined with --resume', async () => {
+  const cfg = config('overwrite');
+  await train({ ...cfg, maxSteps: 6, seed: 3 }, quiet);
+  // A stray file of the user's in the checkpoint folder is not the run's: it stays.
+  writeFileSync(join(cfg.checkpointDir as string, 'notes.txt'), 'mine');
+  const r = await train({ ...cfg, maxSteps: 2, overwrite: true }, quiet);
+  assert.equal(r.startStep, 0);
+  assert.deepEqual(readdirSync(cfg.checkpointDir as string).sort(), ['ckpt-000002', 'notes.txt']);
+  const steps = readJsonLines(cfg.metricsFile as string).filter((x) => x.type === 'step');
+  assert.deepEqual(
+    steps.map((s) => s.step),
+    [1, 2],
+  );
+  assert.throws(() => parseConfig({ ...cfg, overwrite: true, resume: 'auto' }), /--overwrite.*--resume auto/);
+});
+
+test('--resume auto with metrics but no checkpoint to resume is refused (steps would repeat)', async () => {
+  const cfg = config('nockpt');
+  // The earlier run kept metrics only (it died before checkpointing, or had no folder).
+  await train({ ...cfg, maxSteps: 1, checkpointDir: undefined, checkpointEvery: 0 }, quiet);
+  assert.ok(!existsSync(cfg.checkpointDir as string));
+  const size = statSync(`${cfg.metricsFile}.rank0`).size;
+  await assert.rejects(train({ ...cfg, resume: 'auto' }, quiet), (e: Error) => {
+    assert.equal(e.name, 'PriorRunError');
+    assert.match(e.message, /no checkpoint to resume, but an earlier run left metrics: .*m\.jsonl/);
+    return true;
+  });
+  assert.equal(statSync(`${cfg.metricsFile}.rank0`).size, size);
+});
