@@ -246,3 +246,27 @@ test('uneven batch counts end in a clear timeout error, not a hang (RELIABILITY 
   assert.equal(jsonLines(l.stdout).length, 0);
   assert.deepEqual(await waitGone(l.marker, 5000), []);
 });
+
+test('C++ stack frames in a worker’s log lines are hidden unless TORCH_SHOW_CPP_STACKTRACES=1; log files keep them', async () => {
+  // Nothing listens on this port: libtorch logs each failed store connection with its stack.
+  const closed = await freePort();
+  const logs = freshDir('frames');
+  const args = ['--nproc-per-node', '1', '--standalone', '--log-dir', logs, '--run-id', 'frames'];
+  const hidden = start([...args, worker('store-unreachable.ts'), String(closed)]);
+  assert.equal((await hidden.exit(30_000)).code, 1, hidden.output);
+  assert.match(hidden.stderr, /store: TCPStore: The client socket has timed out/);
+  assert.doesNotMatch(hidden.stderr, /frame #\d+:/);
+  assert.match(
+    hidden.stderr,
+    /\[rank 0\] \(\d+ C\+\+ stack frames hidden; TORCH_SHOW_CPP_STACKTRACES=1 shows them\)/,
+  );
+  const log = readFileSync(join(logs, 'frames', 'attempt_0', 'rank_0', 'stderr.log'), 'utf8');
+  assert.match(log, /frame #0: /, 'the log file keeps every line');
+
+  const shown = start([...args, worker('store-unreachable.ts'), String(closed)], {
+    env: { TORCH_SHOW_CPP_STACKTRACES: '1' },
+  });
+  assert.equal((await shown.exit(30_000)).code, 1, shown.output);
+  assert.match(shown.stderr, /\[rank 0\] frame #0: /);
+  assert.doesNotMatch(shown.stderr, /stack frames hidden/);
+});

@@ -193,8 +193,8 @@ function workersOf(launcher: number): { pid: number; rank: string }[] {
   });
 }
 
-test('rank 0 SIGKILLed mid-run: the launcher still merges the metrics the ranks wrote', async () => {
-  const metrics = join(tmp, 'killed.jsonl');
+/** A long 2-rank `tsddp train` (50 epochs) writing `metrics`; the test stops it by a fault. */
+function longRun(metrics: string, extra: string[] = []) {
   const child = spawn(
     process.execPath,
     [
@@ -222,32 +222,56 @@ test('rank 0 SIGKILLed mid-run: the launcher still merges the metrics the ranks 
         '--epochs',
         '50',
       ],
-      ...['--workers', '0', '--eval-every', '0', '--metrics-file', metrics],
+      ...['--workers', '0', '--eval-every', '0', '--metrics-file', metrics, ...extra],
     ],
     { cwd: ROOT, env: { ...process.env, OMP_NUM_THREADS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let out = '';
+  const run = { child, out: '', closed: new Promise<number | null>((res) => child.on('close', res)) };
   child.stdout.on('data', (b: Buffer) => {
-    out += b;
+    run.out += b;
   });
   child.stderr.on('data', (b: Buffer) => {
-    out += b;
+    run.out += b;
   });
-  const closed = new Promise<number | null>((res) => child.on('close', res));
+  /** Waits until every rank has recorded `n` steps; then the pid of the worker of `rank`. */
+  const workerAfter = async (n: number, rank: string): Promise<number> => {
+    const deadline = Date.now() + 60_000;
+    const stepsIn = (f: string) => (existsSync(f) ? stepRecords(f).length : 0);
+    while (stepsIn(`${metrics}.rank0`) < n || stepsIn(`${metrics}.rank1`) < n) {
+      assert.ok(Date.now() < deadline, `no steps recorded in time:\n${run.out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const w = workersOf(child.pid as number).find((x) => x.rank === rank);
+    assert.ok(w, `rank ${rank}'s process under the launcher:\n${run.out}`);
+    return w.pid;
+  };
+  return { run, workerAfter };
+}
+
+test('rank 0 SIGKILLed mid-run: the launcher still merges the metrics the ranks wrote', async () => {
+  const metrics = join(tmp, 'killed.jsonl');
+  const { run, workerAfter } = longRun(metrics);
   // Both ranks have recorded a few steps: kill rank 0 (it never merges), as a crash would.
-  const deadline = Date.now() + 60_000;
-  const stepsIn = (f: string) => (existsSync(f) ? stepRecords(f).length : 0);
-  while (stepsIn(`${metrics}.rank0`) < 3 || stepsIn(`${metrics}.rank1`) < 3) {
-    assert.ok(Date.now() < deadline, `no steps recorded in time:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const rank0 = workersOf(child.pid as number).find((w) => w.rank === '0');
-  assert.ok(rank0, `rank 0's process under the launcher:\n${out}`);
-  process.kill(rank0.pid, 'SIGKILL');
-  const code = await closed;
-  assert.equal(code, 1, out);
-  assert.match(out, /merged \d+ metric records of the failed run into .*killed\.jsonl/);
+  process.kill(await workerAfter(3, '0'), 'SIGKILL');
+  assert.equal(await run.closed, 1, run.out);
+  assert.match(run.out, /merged \d+ metric records of the failed run into .*killed\.jsonl/);
   const merged = stepRecords(metrics);
   assert.ok(merged.length >= 6, `the merged file holds both ranks' steps (${merged.length})`);
   assert.deepEqual([...new Set(merged.map((s) => s.rank))].sort(), [0, 1]);
+});
+
+test('a stopped peer (SIGSTOP) fails the run at --timeout, not after half an hour', async (t) => {
+  const { run, workerAfter } = longRun(join(tmp, 'stopped.jsonl'), ['--timeout', '5']);
+  const pid = await workerAfter(2, '1');
+  const t0 = Date.now();
+  process.kill(pid, 'SIGSTOP');
+  const code = await run.closed;
+  const secs = (Date.now() - t0) / 1000;
+  assert.equal(code, 1, run.out);
+  assert.ok(secs < 5 + 10, `the run failed ${secs.toFixed(1)} s after the peer stopped (timeout 5 s)`);
+  assert.match(
+    run.out,
+    /DistributedError: rank 0: another rank stopped answering .*Timed out.*--timeout \(5 s\)/,
+  );
+  t.diagnostic(`failed ${secs.toFixed(1)} s after SIGSTOP`);
 });

@@ -1,6 +1,6 @@
 export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
 export { type DistEnv, readDistEnv } from './env.ts';
-export { DistributedError } from './errors.ts';
+export { DistributedError, explainPeerFault } from './errors.ts';
 export {
   allGather,
   allReduce,

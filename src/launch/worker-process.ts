@@ -46,11 +46,20 @@ function visible(line: string): string {
  * terminal, a line being rewritten with carriage returns (a progress line) is redrawn in
  * place as it comes, instead of waiting for its newline.
  */
+const CPP_FRAME = /^frame #\d+: /;
+
 export class StreamSink {
   private partial = '';
   private fd: number | null = null;
   private readonly live: boolean;
   readonly tail: string[] = [];
+  /**
+   * libtorch logs some errors with their C++ stack (`frame #0: ...`, dozens of lines);
+   * like PyTorch, they are shown only with TORCH_SHOW_CPP_STACKTRACES=1. The log files
+   * keep every line.
+   */
+  private readonly hideCppFrames = process.env.TORCH_SHOW_CPP_STACKTRACES !== '1';
+  private hiddenFrames = 0;
 
   constructor(
     private readonly prefix: string,
@@ -83,11 +92,28 @@ export class StreamSink {
   end(): void {
     if (this.partial) this.line(visible(this.partial));
     this.partial = '';
+    this.flushHiddenFrames();
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
 
   private line(clean: string): void {
+    if (this.hideCppFrames && CPP_FRAME.test(clean)) {
+      this.hiddenFrames++;
+      return;
+    }
+    this.flushHiddenFrames();
+    this.emit(clean);
+  }
+
+  private flushHiddenFrames(): void {
+    if (this.hiddenFrames === 0) return;
+    const n = this.hiddenFrames;
+    this.hiddenFrames = 0;
+    this.emit(`(${n} C++ stack frames hidden; TORCH_SHOW_CPP_STACKTRACES=1 shows them)`);
+  }
+
+  private emit(clean: string): void {
     if (this.console) {
       if (openStatus) openStatus.write('\r\x1b[K');
       openStatus = null;

@@ -126,6 +126,10 @@ export const OPTIONS = {
   commHook: enumOpt(COMM_HOOKS, 'none', 'gradient communication hook (fp16/bf16 compress)'),
   channelsLast: boolOpt(false, 'channels-last memory format'),
   backend: enumOpt(['auto', 'gloo', 'nccl'], 'auto', 'process-group backend'),
+  timeout: intOptional(
+    1,
+    'seconds a collective or the rendezvous waits for a peer before the run fails (default: 300 on one node, 1800 across nodes; PyTorch: 1800)',
+  ),
   // loading
   workers: intOpt(0, 2, 'data-loader worker threads per rank'),
   pinMemory: boolOpt(true, 'pinned host memory for batches (with CUDA)'),

@@ -89,6 +89,18 @@ interface DistSetup {
   created: boolean;
 }
 
+/**
+ * How long a peer may be silent: --timeout, else 5 minutes when every rank is on this
+ * node (a stopped or stuck peer is a local fault, no reason to wait PyTorch's half hour)
+ * and 30 minutes across nodes, where a slow node or file system is more likely.
+ */
+export function timeoutSeconds(
+  c: Pick<TrainConfig, 'timeout'>,
+  env: { worldSize: number; localWorldSize: number },
+): number {
+  return c.timeout ?? (env.localWorldSize === env.worldSize ? 300 : 1800);
+}
+
 /** The process group: the existing one, one from the launcher's environment, or none (one process). */
 function setupDistributed(c: TrainConfig): DistSetup {
   const restartCount = Number(process.env.TORCHELASTIC_RESTART_COUNT ?? 0) || 0;
@@ -101,7 +113,7 @@ function setupDistributed(c: TrainConfig): DistSetup {
     return { group: null, rank: 0, worldSize: 1, localRank: 0, restartCount, created: false };
   }
   const env = dist.readDistEnv();
-  const g = dist.initProcessGroup({ backend: c.backend });
+  const g = dist.initProcessGroup({ backend: c.backend, timeoutMs: timeoutSeconds(c, env) * 1000 });
   return { group: g, rank: g.rank, worldSize: g.size, localRank: env.localRank, restartCount, created: true };
 }
 
@@ -512,6 +524,10 @@ export async function train(
       imagesPerSec,
       lr: optimizer.paramGroups[0].lr,
     };
+  } catch (e) {
+    if (d.group === null) throw e;
+    const timeoutS = d.group.timeoutMs / 1000;
+    throw dist.explainPeerFault(e, 'a collective of the training loop', rank, timeoutS);
   } finally {
     // A failed run's metrics are merged too (the launcher merges them again once every rank
     // has stopped), so `<metricsFile>` exists whatever happened.
