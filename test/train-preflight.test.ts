@@ -166,3 +166,52 @@ test('one rank whose checkpoint folder is unusable stops every rank; the others 
   );
   assert.deepEqual(readdirSync(join(dirA, 'ck')), [], 'rank 0 wrote no checkpoint');
 });
+
+test('a worker whose MASTER_ADDR:MASTER_PORT is closed says so within seconds and fails at --timeout', async (t) => {
+  const port = await freePort(); // nothing listens there
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin', 'tsddp.mjs'),
+      'train',
+      ...['--model', 'resnet18', '--width-multiplier', '0.125'],
+      '--timeout',
+      '5',
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        ...{ RANK: '1', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1' },
+        ...{ MASTER_PORT: String(port), OMP_NUM_THREADS: '1' },
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const t0 = performance.now();
+  let out = '';
+  let noticeAt = Number.NaN;
+  child.stderr.on('data', (b: Buffer) => {
+    out += b;
+    if (Number.isNaN(noticeAt) && out.includes('is waiting for the rendezvous store'))
+      noticeAt = (performance.now() - t0) / 1000;
+  });
+  const code = await new Promise<number | null>((res) => child.on('close', res));
+  const endAt = (performance.now() - t0) / 1000;
+  assert.equal(code, 1, out);
+  assert.match(
+    out,
+    new RegExp(`rank 1 is waiting for the rendezvous store at 127\\.0\\.0\\.1:${port} .*Giving up after 5 s`),
+  );
+  assert.match(
+    out,
+    new RegExp(
+      `DistributedError: rank 1: nothing answered at the rendezvous store 127\\.0\\.0\\.1:${port} .*within 5 s`,
+    ),
+  );
+  assert.ok(noticeAt < 10, `the first message came after ${noticeAt.toFixed(1)} s`);
+  assert.ok(endAt < 30, `failed after ${endAt.toFixed(1)} s (timeout 5 s)`);
+  t.diagnostic(
+    `notice after ${noticeAt.toFixed(1)} s, error after ${endAt.toFixed(1)} s (process start included)`,
+  );
+});

@@ -95,13 +95,20 @@ function parseInit(opts: InitOptions): {
     const worldSize = opts.worldSize ?? env.worldSize;
     // Under tsrun the launcher serves the store, so that a restarted gang reconnects to
     // the same one; otherwise rank 0 serves it, as with torchrun's static rendezvous.
-    const store = Store.tcp({
-      host: env.masterAddr,
-      port: env.masterPort,
-      isServer: rank === 0 && !env.agentStore,
-      worldSize,
-      timeoutMs,
-    });
+    const isServer = rank === 0 && !env.agentStore;
+    let store: Store;
+    try {
+      store = Store.tcp({ host: env.masterAddr, port: env.masterPort, isServer, worldSize, timeoutMs });
+    } catch (e) {
+      if (isServer) throw e;
+      throw new DistributedError(
+        `rank ${rank}: nothing answered at the rendezvous store ${env.masterAddr}:${env.masterPort} ` +
+          `(MASTER_ADDR:MASTER_PORT) within ${timeoutMs / 1000} s: check the address and port, and that ` +
+          `rank 0 (or the launcher) is running (${(e as Error).message})`,
+        'rendezvous',
+        rank,
+      );
+    }
     return {
       store,
       rank,

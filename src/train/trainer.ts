@@ -11,6 +11,7 @@ import { autocast, GradScaler } from '../amp/index.ts';
 import { CheckpointError, latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../checkpoint/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
+import { announceStoreWait } from '../distributed/store-probe.ts';
 import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
 import type { Module } from '../nn/index.ts';
 import { type lrScheduler, SGD } from '../optim/index.ts';
@@ -102,7 +103,7 @@ export function timeoutSeconds(
 }
 
 /** The process group: the existing one, one from the launcher's environment, or none (one process). */
-function setupDistributed(c: TrainConfig): DistSetup {
+async function setupDistributed(c: TrainConfig): Promise<DistSetup> {
   const restartCount = Number(process.env.TORCHELASTIC_RESTART_COUNT ?? 0) || 0;
   if (dist.isInitialized()) {
     const g = dist.getDefaultGroup();
@@ -113,7 +114,11 @@ function setupDistributed(c: TrainConfig): DistSetup {
     return { group: null, rank: 0, worldSize: 1, localRank: 0, restartCount, created: false };
   }
   const env = dist.readDistEnv();
-  const g = dist.initProcessGroup({ backend: c.backend, timeoutMs: timeoutSeconds(c, env) * 1000 });
+  const timeoutS = timeoutSeconds(c, env);
+  // A client of the store (every rank but a serving rank 0) says at once when nothing is there.
+  if (env.rank !== 0 || env.agentStore)
+    await announceStoreWait(env.masterAddr, env.masterPort, env.rank, timeoutS);
+  const g = dist.initProcessGroup({ backend: c.backend, timeoutMs: timeoutS * 1000 });
   return { group: g, rank: g.rank, worldSize: g.size, localRank: env.localRank, restartCount, created: true };
 }
 
@@ -179,7 +184,7 @@ export async function train(
   const envMetrics = process.env[METRICS_FILE_ENV];
   const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
   const started = now();
-  const d = setupDistributed(c);
+  const d = await setupDistributed(c);
   const { rank, worldSize } = d;
   const show = hooks.progress !== false && rank === 0;
   const progress = new Progress({ out: hooks.out, logEvery: c.logEvery });
