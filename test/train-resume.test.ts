@@ -275,3 +275,27 @@ test('a stopped peer (SIGSTOP) fails the run at --timeout, not after half an hou
   );
   t.diagnostic(`failed ${secs.toFixed(1)} s after SIGSTOP`);
 });
+
+test('--watchdog: a rank that makes no step is reported with what each rank was doing; the gang restarts and resumes', async (t) => {
+  const ckpt = join(tmp, 'watchdog-ckpt');
+  const { run, workerAfter } = longRun(join(tmp, 'watchdog.jsonl'), [
+    ...['--watchdog', '4', '--timeout', '600', '--max-restarts', '1', '--max-steps', '12'],
+    ...['--checkpoint-dir', ckpt, '--checkpoint-every', '2'],
+  ]);
+  const pid = await workerAfter(3, '1');
+  const t0 = Date.now();
+  process.kill(pid, 'SIGSTOP'); // the collective timeout (600 s) would take ten minutes
+  const code = await run.closed;
+  assert.equal(code, 0, run.out);
+  const report = /tsrun: watchdog: (.*); stopping the attempt/.exec(run.out)?.[1] ?? '';
+  assert.match(
+    report,
+    /rank 1 \(pid \d+ on [^,]+, stopped by a signal\) has made no step for [4-9] s: last step \d+, then /,
+  );
+  assert.match(report, /rank 0 \(pid \d+ on [^,]+, \w+\) has made no step for [4-9] s: last step \d+, then /);
+  assert.match(run.out, /restarting all workers \(restart 1 of --max-restarts 1\)/);
+  assert.match(run.out, /resumed from .*watchdog-ckpt\/ckpt-0000\d\d/);
+  const secs = (Date.now() - t0) / 1000;
+  t.diagnostic(`watchdog report: ${report}`);
+  t.diagnostic(`from SIGSTOP to the end of the restarted run: ${secs.toFixed(1)} s`);
+});

@@ -36,6 +36,11 @@ const FLAGS: [string, string | null, string][] = [
   ['rdzv-timeout', '<s>', 'seconds to wait for all nodes to join (and to finish) (default 600)'],
   ['term-timeout', '<s>', 'seconds between SIGTERM and SIGKILL when stopping workers (default 10)'],
   [
+    'watchdog',
+    '<s>',
+    'fail (and restart, within --max-restarts) an attempt in which a rank made no step for <s> seconds; tsddp programs report their steps (default: off, a warning after 60 s)',
+  ],
+  [
     'dashboard',
     '[port]',
     'serve a live dashboard on 127.0.0.1:<port> while the job runs (no port, or 0: a free one)',

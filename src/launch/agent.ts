@@ -1,9 +1,11 @@
 // The launcher's agent, like torchelastic's LocalElasticAgent with static rendezvous: join
 // the rendezvous, start the local workers, watch them, and on a failure stop and restart
 // the whole gang (up to --max-restarts), or stop everything and report who failed first.
-import { constants as osConstants } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Store } from '../distributed/store.ts';
+import { describeStall, HEARTBEAT_FILE_ENV, StallWatch } from './heartbeat.ts';
 import { glooHostnameFor } from './network.ts';
 import type { LaunchConfig } from './options.ts';
 import { isTypeScript, typeScriptLoader } from './options.ts';
@@ -16,10 +18,14 @@ type Outcome =
   | { kind: 'failed'; worker: WorkerProcess; exit: WorkerExit }
   | { kind: 'remote' }
   | { kind: 'storeLost'; error: string }
+  | { kind: 'stalled'; worker: WorkerProcess; report: string }
   | { kind: 'signal'; signal: NodeJS.Signals };
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 // After the grace period and SIGKILL, how long to wait for the kernel to report the exits.
+/** A rank without a new step for a minute is reported even without --watchdog. */
+const STALL_WARNING_MS = 60_000;
+const WATCHDOG_POLL_MS = 1000;
 const KILL_WAIT_MS = 5000;
 
 /** What the launcher's dashboard (or another observer) hears from the agent. */
@@ -46,6 +52,7 @@ export class Agent {
   private workers: WorkerProcess[] = [];
   private stopSignal: NodeJS.Signals | null = null;
   private glooHostname: string | undefined;
+  private heartbeatDir: string | undefined;
   private onSignal: ((s: NodeJS.Signals) => void) | null = null;
   private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
   private readonly killOnExit = () => this.killAll();
@@ -91,7 +98,14 @@ export class Agent {
       await this.stopWorkers('SIGTERM');
       store?.close();
       this.removeSignals();
+      if (this.heartbeatDir) rmSync(this.heartbeatDir, { recursive: true, force: true });
     }
+  }
+
+  /** Where the worker of `rank` writes its heartbeat in `attempt` (heartbeat.ts). */
+  private heartbeatFile(attempt: number, rank: number): string {
+    this.heartbeatDir ??= mkdtempSync(join(tmpdir(), 'tsrun-heartbeat-'));
+    return join(this.heartbeatDir, `attempt${attempt}-rank${rank}`);
   }
 
   private stopped(): boolean {
@@ -131,21 +145,22 @@ export class Agent {
         await this.stopWorkers(outcome.signal);
         return signalExitCode(outcome.signal);
       }
-      if (outcome.kind === 'failed' && cfg.nnodes > 1) {
-        // Tell the other nodes at once (before the grace period), so that the job-wide
-        // first failure is the one that happened first.
-        await outcome.worker.closed;
+      if (outcome.kind === 'stalled') log(`watchdog: ${outcome.report}; stopping the attempt`);
+      // Tell the other nodes at once (before the grace period), so that the job-wide first
+      // failure is the one that happened first.
+      if ((outcome.kind === 'failed' || outcome.kind === 'stalled') && cfg.nnodes > 1) {
+        if (outcome.kind === 'failed') await outcome.worker.closed;
         try {
-          rdzv.reportFailure(attempt, this.failureSummary(outcome.worker, outcome.exit));
+          rdzv.reportFailure(attempt, this.summaryOf(outcome));
         } catch {
           // The store is gone; the other nodes will notice that themselves.
         }
       }
       await this.stopWorkers('SIGTERM');
       let summary: string;
-      if (outcome.kind === 'failed') {
-        await outcome.worker.closed;
-        summary = this.failureSummary(outcome.worker, outcome.exit);
+      if (outcome.kind === 'failed' || outcome.kind === 'stalled') {
+        if (outcome.kind === 'failed') await outcome.worker.closed;
+        summary = this.summaryOf(outcome);
         const first = cfg.nnodes > 1 ? await rdzv.firstFailure(attempt) : null;
         if (first && first.node !== cfg.nodeRank)
           summary = `${first.summary}\n  on this node, then: ${summary.replaceAll('\n', '\n  ')}`;
@@ -205,6 +220,7 @@ export class Agent {
         TORCHELASTIC_USE_AGENT_STORE: 'True',
         TSDDP_USE_AGENT_STORE: '1',
         [LAUNCHER_PID_ENV]: String(process.pid),
+        [HEARTBEAT_FILE_ENV]: this.heartbeatFile(attempt, rank),
       };
       Object.assign(env, this.hooks.workerEnv);
       if (cfg.ompNumThreads !== undefined) env.OMP_NUM_THREADS = String(cfg.ompNumThreads);
@@ -231,11 +247,13 @@ export class Agent {
   private monitor(rdzv: Rendezvous, attempt: number): Promise<Outcome> {
     return new Promise<Outcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      let watchdog: NodeJS.Timeout | undefined;
       let done = false;
       const finish = (o: Outcome) => {
         if (done) return;
         done = true;
         clearInterval(timer);
+        clearInterval(watchdog);
         this.onSignal = null;
         resolve(o);
       };
@@ -248,6 +266,34 @@ export class Agent {
           else if (--running === 0) finish({ kind: 'succeeded' });
         });
       }
+      // Ranks that stopped making steps (heartbeat.ts): a warning, or with --watchdog a failure.
+      const watch = new StallWatch(
+        this.workers.map((w) => ({
+          rank: w.rank,
+          pid: w.pid ?? 0,
+          file: this.heartbeatFile(attempt, w.rank),
+        })),
+      );
+      const stallMs = this.cfg.watchdogMs > 0 ? this.cfg.watchdogMs : STALL_WARNING_MS;
+      watchdog = setInterval(() => {
+        const stalls = watch.stalled(Math.min(stallMs, STALL_WARNING_MS));
+        const over = stalls.filter((s) => this.cfg.watchdogMs > 0 && s.secs * 1000 >= this.cfg.watchdogMs);
+        if (over.length > 0) {
+          // Every stalled rank, with what it was doing: the one stuck elsewhere is the culprit.
+          const worker = this.workers.find((w) => w.rank === over[0].rank) as WorkerProcess;
+          finish({
+            kind: 'stalled',
+            worker,
+            report: over.map((s) => describeStall(s, hostname())).join('; '),
+          });
+          return;
+        }
+        for (const s of stalls) {
+          if (!watch.firstReport(s.rank)) continue;
+          const hint = this.cfg.watchdogMs > 0 ? '' : ' (--watchdog SECONDS stops such an attempt)';
+          log(`warning: ${describeStall(s, hostname())}${hint}`);
+        }
+      }, WATCHDOG_POLL_MS);
       // Other nodes' failures arrive through the store.
       if (this.cfg.nnodes > 1) {
         timer = setInterval(() => {
@@ -259,6 +305,11 @@ export class Agent {
         }, this.cfg.monitorIntervalMs);
       }
     });
+  }
+
+  private summaryOf(o: Extract<Outcome, { kind: 'failed' | 'stalled' }>): string {
+    if (o.kind === 'failed') return this.failureSummary(o.worker, o.exit);
+    return `${o.report} (--watchdog ${this.cfg.watchdogMs / 1000} s)`;
   }
 
   private failureSummary(worker: WorkerProcess, exit: WorkerExit): string {

@@ -44,6 +44,8 @@ export interface LaunchConfig {
   rdzvTimeoutMs: number;
   /** Grace period between SIGTERM and SIGKILL when stopping workers. */
   termTimeoutMs: number;
+  /** A rank without a new step for this long fails the attempt (0: only warn, after a minute). */
+  watchdogMs: number;
   /** OMP_NUM_THREADS for workers, or undefined when the user's environment sets it. */
   ompNumThreads?: number;
   /** --dashboard: serve the live dashboard on 127.0.0.1:port (0: a free port). */
@@ -70,6 +72,7 @@ export interface RawLaunchOptions {
   runId?: string;
   rdzvTimeout?: string;
   termTimeout?: string;
+  watchdog?: string;
 }
 
 export const DEFAULT_MASTER_PORT = 29500;
@@ -231,6 +234,8 @@ export function resolveLaunchConfig(
     runId,
     rdzvTimeoutMs: seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
     termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
+    watchdogMs:
+      raw.watchdog === undefined || raw.watchdog.trim() === '0' ? 0 : seconds('--watchdog', raw.watchdog, 0),
     // Cores divided among the local workers, so they do not oversubscribe the machine.
     ompNumThreads: ompSet ? undefined : Math.max(1, Math.floor(availableParallelism() / nproc)),
     // `--dashboard` alone: a free port.

@@ -38,6 +38,7 @@ const LAUNCH_KINDS = {
   runId: 'string',
   rdzvTimeout: 'string',
   termTimeout: 'string',
+  watchdog: 'string',
 } satisfies Record<keyof RawLaunchOptions, OptionKind>;
 const LAUNCH_NAMES = Object.keys(LAUNCH_KINDS);
 

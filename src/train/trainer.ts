@@ -12,6 +12,7 @@ import { CheckpointError, latestCheckpoint, loadCheckpoint, saveCheckpoint } fro
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { announceStoreWait } from '../distributed/store-probe.ts';
+import { Heartbeat } from '../launch/heartbeat.ts';
 import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
 import type { Module } from '../nn/index.ts';
 import { type lrScheduler, SGD } from '../optim/index.ts';
@@ -239,6 +240,7 @@ export async function train(
   // Whether this run started its metrics (then a failure still merges them), and merged them.
   let metricsOpen = false;
   let merged = false;
+  let hb: Heartbeat | null = null;
   try {
     const scheduler: lrScheduler.LRScheduler = buildScheduler(optimizer, c, stepsPerEpoch, lr);
     const scaler = c.amp === 'fp16' ? new GradScaler({ device: deviceType }) : null;
@@ -289,6 +291,8 @@ export async function train(
     }
     const net = ddp ?? model;
 
+    // Progress for the launcher's watchdog (launch/heartbeat.ts), when tsrun asks for it.
+    hb = Heartbeat.fromEnv();
     const metrics = new MetricsWriter(c.metricsFile, rank, resumeDir === null);
     metricsOpen = true;
     if (resumeDir !== null)
@@ -345,6 +349,7 @@ export async function train(
     let imagesDone = 0;
     let loopSecs = 0;
     const runEval = async (): Promise<void> => {
+      hb?.beat(step, 'evaluation');
       // Each rank's BatchNorm running statistics took its own last batch; DDP would
       // broadcast rank 0's before the next forward. Do that now, so every rank evaluates
       // the same model: rank 0's, the one its checkpoints hold.
@@ -389,6 +394,7 @@ export async function train(
           const lrUsed = optimizer.paramGroups[0].lr;
           for (let m = 0; m < accum; m++) {
             const td = now();
+            hb?.beat(step, 'data loading');
             const next = await it.next();
             dataMs += now() - td;
             if (next.done)
@@ -408,6 +414,7 @@ export async function train(
             }
             const micro = (): void => {
               const tf = now();
+              hb?.beat(step, 'forward');
               const forward = () => {
                 const logits = net.forward(x);
                 return [logits, t.crossEntropy(logits, y, { labelSmoothing: c.labelSmoothing })] as const;
@@ -416,6 +423,7 @@ export async function train(
                 ampDtype === null ? forward() : autocast({ deviceType, dtype: ampDtype }, forward);
               forwardMs += now() - tf;
               const tb = now();
+              hb?.beat(step, 'backward and the gradient all-reduce');
               const scaled = accum > 1 ? l.div(accum) : l;
               (scaler !== null ? scaler.scale(scaled) : scaled).backward();
               backwardMs += now() - tb;
@@ -427,6 +435,7 @@ export async function train(
             else micro();
           }
           const to = now();
+          hb?.beat(step, 'optimizer step');
           if (scaler !== null) {
             scaler.step(optimizer);
             scaler.update();
@@ -481,6 +490,7 @@ export async function train(
             (c.checkpointEvery > 0 && step % c.checkpointEvery === 0) ||
             stepInEpoch === stepsPerEpoch ||
             step === endStep;
+          hb?.beat(step, due ? 'checkpoint' : 'step done');
           const saved = due ? await saveNow() : null;
           await hooks.onStep?.({ epoch, step, rank, record, checkpoint: saved });
         }
@@ -534,6 +544,7 @@ export async function train(
     const timeoutS = d.group.timeoutMs / 1000;
     throw dist.explainPeerFault(e, 'a collective of the training loop', rank, timeoutS);
   } finally {
+    hb?.close();
     // A failed run's metrics are merged too (the launcher merges them again once every rank
     // has stopped), so `<metricsFile>` exists whatever happened.
     if (metricsOpen && !merged && c.metricsFile !== undefined && rank === 0) {

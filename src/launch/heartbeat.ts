@@ -1,0 +1,126 @@
+// Progress heartbeats for the launcher's watchdog: a worker writes its step and what it is
+// doing (data loading, forward, backward, optimizer step, checkpoint, evaluation) into a
+// small file the launcher named for it (TSDDP_HEARTBEAT_FILE); the launcher reads its
+// local workers' files and reports a rank that has made no step for a while — and, with
+// --watchdog, stops the attempt (and restarts it, within --max-restarts). A write is one
+// pwrite of a few dozen bytes (microseconds), so every phase is recorded: a rank stuck
+// in native code, which can run no JavaScript, is caught in the phase it is stuck in.
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+
+/** The environment variable that names a worker's heartbeat file. */
+export const HEARTBEAT_FILE_ENV = 'TSDDP_HEARTBEAT_FILE';
+
+export interface HeartbeatRecord {
+  step: number;
+  phase: string;
+}
+
+const SIZE = 160; // bytes: the record, padded with spaces, rewritten in place
+
+/** The worker's side: `beat()` at every phase change. */
+export class Heartbeat {
+  private readonly buf = Buffer.alloc(SIZE, ' ');
+
+  private constructor(private fd: number | null) {}
+
+  /** A heartbeat when the launcher asked for one (TSDDP_HEARTBEAT_FILE), else null. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env): Heartbeat | null {
+    const file = env[HEARTBEAT_FILE_ENV];
+    if (!file) return null;
+    try {
+      return new Heartbeat(openSync(file, 'w'));
+    } catch {
+      return null; // the launcher's folder is gone: no watchdog, nothing else lost
+    }
+  }
+
+  beat(step: number, phase: string): void {
+    if (this.fd === null) return;
+    this.buf.fill(' ');
+    this.buf.write(JSON.stringify({ step, phase }).slice(0, SIZE));
+    writeSync(this.fd, this.buf, 0, SIZE, 0);
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+function readRecord(file: string): HeartbeatRecord | null {
+  try {
+    const r = JSON.parse(readFileSync(file, 'utf8').trim()) as HeartbeatRecord;
+    return Number.isInteger(r.step) && typeof r.phase === 'string' ? r : null;
+  } catch {
+    return null; // not written yet (starting up, or not a tsddp program), or mid-write
+  }
+}
+
+export interface Stall {
+  rank: number;
+  pid: number;
+  secs: number;
+  record: HeartbeatRecord;
+}
+
+/** The launcher's side: which of its workers have made no step for how long. */
+export class StallWatch {
+  /** rank -> the step last seen and when it was first seen. */
+  private readonly seen = new Map<number, { step: number; since: number; record: HeartbeatRecord }>();
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly workers: { rank: number; pid: number; file: string }[]) {}
+
+  /** Reads the heartbeats; returns the workers without a new step for `ms`. */
+  stalled(ms: number, now = Date.now()): Stall[] {
+    const out: Stall[] = [];
+    for (const w of this.workers) {
+      const record = readRecord(w.file);
+      if (record === null) continue;
+      const prev = this.seen.get(w.rank);
+      if (prev === undefined || prev.step !== record.step)
+        this.seen.set(w.rank, { step: record.step, since: now, record });
+      else prev.record = record;
+      const entry = this.seen.get(w.rank) as { since: number; record: HeartbeatRecord };
+      if (now - entry.since >= ms)
+        out.push({ rank: w.rank, pid: w.pid, secs: (now - entry.since) / 1000, record: entry.record });
+    }
+    return out;
+  }
+
+  /** True the first time a rank's stall at this step is reported (one warning per stall). */
+  firstReport(rank: number): boolean {
+    const key = `${rank}@${this.seen.get(rank)?.step}`;
+    if (this.warned.has(key)) return false;
+    this.warned.add(key);
+    return true;
+  }
+}
+
+const STATES: Record<string, string> = {
+  R: 'running',
+  S: 'sleeping',
+  D: 'in uninterruptible I/O',
+  T: 'stopped by a signal',
+  t: 'stopped by a debugger',
+  Z: 'exited',
+};
+
+/** The state Linux reports for a local process (/proc/<pid>/stat), or null elsewhere. */
+export function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const code = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return STATES[code] ?? code;
+  } catch {
+    return null;
+  }
+}
+
+export function describeStall(s: Stall, host: string): string {
+  const state = processState(s.pid);
+  return (
+    `rank ${s.rank} (pid ${s.pid} on ${host}${state === null ? '' : `, ${state}`}) has made no step for ` +
+    `${s.secs.toFixed(0)} s: last step ${s.record.step}, then ${s.record.phase}`
+  );
+}
