@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
 import sharp from 'sharp';
-import { DataError, decodeImage, ImageFolder, Rng } from '../src/data/index.ts';
+import { DataError, DataLoader, decodeImage, ImageFolder, Rng } from '../src/data/index.ts';
 import { PIL_JPEGS } from './fixtures/data/pil-jpegs.ts';
 import { encodePng } from './fixtures/data/png.ts';
 
@@ -166,6 +166,54 @@ test("a corrupt file raises a DataError naming it; onError: 'skip' uses the next
       String(warn.mock.calls[0].arguments[0]),
       /^ImageFolder: skipping cat\/z\.jpg: cannot decode/,
     );
+  } finally {
+    warn.mock.restore();
+  }
+});
+
+test('DataLoader skipBadSamples: a file that fails to load is replaced by the next, logged once, counted, and capped', async () => {
+  const dir = join(root, '..', `${root.split('/').pop()}-skip`);
+  mkdirSync(join(dir, 'a'), { recursive: true });
+  for (let i = 0; i < 6; i++) writeFileSync(join(dir, 'a', `img${i}.png`), encodePng(3, 4, pixels(10 + i)));
+  writeFileSync(join(dir, 'a', 'img2b.jpg'), Buffer.from('truncated, not a jpeg')); // sorts as index 3
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const ds = new ImageFolder({ root: dir });
+  const bad = join(dir, 'a', 'img2b.jpg');
+  const warn = mock.method(console, 'warn', () => {});
+  try {
+    for (const numWorkers of [0, 1]) {
+      warn.mock.resetCalls();
+      const loader = new DataLoader(ds, { batchSize: 7, numWorkers, skipBadSamples: 1 });
+      for await (using batch of loader) {
+        // The bad file's place holds the next image: 7 images, and its label (no shift).
+        const images = batch.image.toTypedArray() as Uint8Array;
+        assert.equal(batch.image.shape[0], 7);
+        assert.deepEqual(Array.from(images.subarray(3 * 36, 4 * 36)), Array.from(pixels(13)));
+      }
+      assert.equal(loader.skippedSamples, 1, `numWorkers ${numWorkers}`);
+      assert.equal(warn.mock.callCount(), 1);
+      assert.match(
+        String(warn.mock.calls[0].arguments[0]),
+        new RegExp(`^DataLoader: skipped ${bad} \\(index 3\\): DataError`),
+      );
+      await loader.close();
+    }
+    // One more than allowed fails the loader, naming the file.
+    const strict = new DataLoader(ds, { batchSize: 7, numWorkers: 1, skipBadSamples: 0 });
+    await assert.rejects(
+      (async () => {
+        for await (using _ of strict);
+      })(),
+      (e: Error) => {
+        assert.equal(e.name, 'DataLoaderError');
+        assert.match(
+          e.message,
+          new RegExp(`more than 0 bad sample\\(s\\) skipped \\(skipBadSamples\\); the last: ${bad}`),
+        );
+        return true;
+      },
+    );
+    await strict.close();
   } finally {
     warn.mock.restore();
   }

@@ -5,6 +5,7 @@
 // --resume auto continues the earlier run (its configuration must match); --overwrite
 // deletes it and starts again.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -112,4 +113,26 @@ test('--resume auto with metrics but no checkpoint to resume is refused (steps w
     return true;
   });
   assert.equal(statSync(`${cfg.metricsFile}.rank0`).size, size);
+});
+
+test('the same `tsddp train` command run twice: the second is refused with exit 1 and the way out', () => {
+  const dir = join(tmp, 'cli');
+  const args = [
+    'bin/tsddp.mjs',
+    'train',
+    ...['--model', 'resnet18', '--width-multiplier', '0.125', '--image-size', '16', '--train-size', '32'],
+    ...['--val-size', '8', '--batch-size', '8', '--epochs', '1', '--workers', '0', '--eval-every', '0'],
+    ...['--checkpoint-dir', join(dir, 'ck'), '--metrics-file', join(dir, 'm.jsonl')],
+  ];
+  const env = { ...process.env, OMP_NUM_THREADS: '1' };
+  const first = spawnSync(process.execPath, args, { encoding: 'utf8', env });
+  assert.equal(first.status, 0, first.stderr);
+  const before = snapshot(dir);
+  const again = spawnSync(process.execPath, args, { encoding: 'utf8', env });
+  assert.equal(again.status, 1);
+  assert.match(
+    again.stderr,
+    /^tsddp train: PriorRunError: an earlier run is where this one would write: .*ckpt-000004.*--resume auto.*--overwrite/m,
+  );
+  assert.deepEqual(snapshot(dir), before);
 });

@@ -3,12 +3,22 @@
 // checkpoint continues exactly as if it had never stopped (RELIABILITY 17: optimizer,
 // LR schedule, grad scaler, sampler epoch and step all restored).
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonLines, type StepRecord, type TrainConfigInput, train } from '../src/train/index.ts';
+import { encodePng } from './fixtures/data/png.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -165,4 +175,73 @@ test('resume refuses a changed batch size (the data order and step numbering dep
     assert.match(e.message, /cannot resume: batchSize was 8, now 4/);
     return true;
   });
+});
+
+test('--skip-bad-samples: a corrupt JPEG in an ImageFolder run is skipped, logged, counted in the metrics and the report', () => {
+  const data = join(tmp, 'images');
+  for (const split of ['train', 'val'])
+    for (const cls of ['a', 'b']) {
+      mkdirSync(join(data, split, cls), { recursive: true });
+      for (let i = 0; i < 4; i++)
+        writeFileSync(
+          join(data, split, cls, `${i}.png`),
+          encodePng(
+            8,
+            8,
+            Uint8Array.from({ length: 8 * 8 * 3 }, (_, k) => (k * (i + 3) + (cls === 'a' ? 0 : 99)) % 256),
+          ),
+        );
+    }
+  const bad = join(data, 'train', 'a', '2-broken.jpg');
+  writeFileSync(bad, Buffer.from('not a jpeg at all'));
+  const metrics = join(tmp, 'skip.jsonl');
+  const args = [
+    '--dataset',
+    'imagefolder',
+    '--data',
+    data,
+    '--model',
+    'resnet18',
+    '--width-multiplier',
+    '0.125',
+  ];
+  const opts = [
+    '--image-size',
+    '16',
+    '--batch-size',
+    '3',
+    '--epochs',
+    '1',
+    '--workers',
+    '1',
+    '--metrics-file',
+    metrics,
+  ];
+  const run = spawnSync(
+    process.execPath,
+    ['bin/tsddp.mjs', 'train', ...args, ...opts, '--skip-bad-samples'],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+    },
+  );
+  assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+  // Logged once, with the file, though every epoch would meet it.
+  assert.equal(run.stderr.split(`DataLoader: skipped ${bad}`).length - 1, 1, run.stderr);
+  const recs = steps(metrics);
+  assert.equal(recs.at(-1)?.skippedSamples, 1);
+  const report = spawnSync(process.execPath, ['bin/tsddp.mjs', 'report', metrics], { encoding: 'utf8' });
+  assert.equal(report.status, 0, report.stderr);
+  assert.match(
+    readFileSync(join(tmp, 'report', 'report.html'), 'utf8'),
+    /Bad samples skipped<\/th><td>1 \(--skip-bad-samples\)/,
+  );
+
+  // Without the flag the same data stops the run at that file.
+  const strict = spawnSync(process.execPath, ['bin/tsddp.mjs', 'train', ...args, ...opts, '--overwrite'], {
+    encoding: 'utf8',
+    env: { ...process.env, OMP_NUM_THREADS: '1' },
+  });
+  assert.equal(strict.status, 1);
+  assert.match(strict.stderr, new RegExp(`DataLoaderWorkerError: .*${bad.replace(/[.]/g, '\\.')}`));
 });

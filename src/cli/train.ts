@@ -30,10 +30,14 @@ function rankLabel(): string {
   return process.env.RANK === undefined ? '' : ` (rank ${process.env.RANK})`;
 }
 
-/** `--dashboard` without a port means a free one (0). */
-function dashboardDefault(argv: string[]): string[] {
+/** Flags whose value may be left out, and what a bare one means: `--dashboard` a free port. */
+const BARE_DEFAULTS: Record<string, string> = { '--dashboard': '0', '--skip-bad-samples': '100' };
+
+function bareDefaults(argv: string[]): string[] {
   return argv.map((a, i) =>
-    a === '--dashboard' && (i + 1 === argv.length || argv[i + 1].startsWith('--')) ? '--dashboard=0' : a,
+    a in BARE_DEFAULTS && (i + 1 === argv.length || argv[i + 1].startsWith('--'))
+      ? `${a}=${BARE_DEFAULTS[a]}`
+      : a,
   );
 }
 
@@ -41,7 +45,7 @@ function dashboardDefault(argv: string[]): string[] {
 export async function trainCommand(argv: string[]): Promise<number> {
   let args: TrainArgs;
   try {
-    args = parseTrainArgs(dashboardDefault(argv));
+    args = parseTrainArgs(bareDefaults(argv));
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tsddp train: error: ${e.message}\n(tsddp train --help lists the options)\n`);

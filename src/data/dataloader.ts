@@ -1,8 +1,8 @@
 // DataLoader: batches from a dataset in sampler order, loaded in the main thread or by a
 // pool of worker threads, wrapped as tensors without copying (torch.utils.data.DataLoader).
 import * as t from '../core/index.ts';
-import { DataLoaderWorkerError } from './errors.ts';
-import { type BatchTask, loadBatch } from './load.ts';
+import { DataLoaderError, DataLoaderWorkerError } from './errors.ts';
+import { type BatchTask, loadBatch, type SampleFailure } from './load.ts';
 import { BatchSampler, drawSeed, RandomSampler, type Sampler, SequentialSampler } from './samplers.ts';
 import type { ArrayBatch, CollateFn, Dataset, ModuleRef, NdArray, Sample } from './types.ts';
 import { WorkerPool } from './worker-pool.ts';
@@ -28,6 +28,12 @@ export interface DataLoaderOptions {
   dropLast?: boolean;
   /** Fail when a batch takes longer than this to arrive from the workers (0: no limit). */
   timeoutMs?: number;
+  /**
+   * Skip samples that fail to load (a corrupt image), up to this many over the loader's
+   * life: each is replaced by the next index, logged once with its file, and counted in
+   * `skippedSamples`; one more fails the loader. Unset: the first bad sample fails it.
+   */
+  skipBadSamples?: number;
   /**
    * Turns a list of samples into arrays (default: defaultCollate). With workers it runs
    * in them, so it must be given as a ModuleRef ({ module: import.meta.url, export }).
@@ -76,6 +82,9 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   readonly persistentWorkers: boolean;
   readonly pinMemory: boolean;
   readonly timeoutMs: number;
+  readonly skipBadSamples: number | undefined;
+  private skipped = 0;
+  private readonly skippedLogged = new Set<string>();
   readonly generator: t.Generator | undefined;
   /** How many epochs (iterations) have started. */
   epoch = 0;
@@ -105,6 +114,14 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     }
     this.pinMemory = opts.pinMemory ?? false;
     this.timeoutMs = opts.timeoutMs ?? 0;
+    this.skipBadSamples = opts.skipBadSamples;
+    if (
+      this.skipBadSamples !== undefined &&
+      !(Number.isInteger(this.skipBadSamples) && this.skipBadSamples >= 0)
+    )
+      throw new RangeError(
+        `DataLoader: skipBadSamples should be a non-negative integer, got ${opts.skipBadSamples}`,
+      );
     if (!(this.timeoutMs >= 0))
       throw new RangeError(`DataLoader: timeoutMs should be >= 0, got ${opts.timeoutMs}`);
     if (opts.seed !== undefined && opts.generator !== undefined) {
@@ -163,13 +180,21 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     if (this.numWorkers === 0) {
       let position = 0;
       for (const indices of this.batchSampler) {
-        const task: BatchTask = { id: this.nextTaskId++, indices, position, baseSeed, epoch };
+        const task: BatchTask = {
+          id: this.nextTaskId++,
+          indices,
+          position,
+          baseSeed,
+          epoch,
+          ...this.skipFlag(),
+        };
         position += indices.length;
         const r = await loadBatch(this.dataset, task, 0, 0, this.collateFn);
         if (!r.ok) {
           const f = r.failure;
           throw new DataLoaderWorkerError(0, f.index, f.path, f.name, f.message, f.stack, true);
         }
+        this.countSkipped(r.skipped);
         yield this.wrap(r.batch);
       }
       return;
@@ -194,7 +219,14 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
           done = true;
           return;
         }
-        const task: BatchTask = { id: this.nextTaskId++, indices: next.value, position, baseSeed, epoch };
+        const task: BatchTask = {
+          id: this.nextTaskId++,
+          indices: next.value,
+          position,
+          baseSeed,
+          epoch,
+          ...this.skipFlag(),
+        };
         position += next.value.length;
         const worker = sent % pool.size;
         pool.submit(worker, task);
@@ -205,9 +237,10 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     try {
       fill();
       for (let head = queue.shift(); head !== undefined; head = queue.shift()) {
-        const arrays = await pool.take(head.task.id, head.task, head.worker, head.batch, this.timeoutMs);
+        const r = await pool.take(head.task.id, head.task, head.worker, head.batch, this.timeoutMs);
         fill();
-        yield this.wrap(arrays);
+        this.countSkipped(r.skipped);
+        yield this.wrap(r.batch);
       }
       finished = true;
     } finally {
@@ -215,6 +248,32 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
       else {
         if (!finished) pool.cancelEpoch(epoch);
         pool.unref();
+      }
+    }
+  }
+
+  /** Samples skipped so far because they failed to load (skipBadSamples). */
+  get skippedSamples(): number {
+    return this.skipped;
+  }
+
+  private skipFlag(): { skipBad?: true } {
+    return this.skipBadSamples === undefined ? {} : { skipBad: true };
+  }
+
+  /** Logs each skipped sample once (by file, else index), counts it, and fails past the limit. */
+  private countSkipped(failures: SampleFailure[]): void {
+    for (const f of failures) {
+      this.skipped++;
+      const what = f.path ?? `sample ${f.index}`;
+      if (!this.skippedLogged.has(what)) {
+        this.skippedLogged.add(what);
+        console.warn(`DataLoader: skipped ${what} (index ${f.index}): ${f.name}: ${f.message}`);
+      }
+      if (this.skipped > (this.skipBadSamples ?? 0)) {
+        throw new DataLoaderError(
+          `more than ${this.skipBadSamples} bad sample(s) skipped (skipBadSamples); the last: ${what}: ${f.message}`,
+        );
       }
     }
   }

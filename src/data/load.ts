@@ -14,7 +14,12 @@ export interface BatchTask {
   position: number;
   baseSeed: bigint;
   epoch: number;
+  /** Replace a sample that fails to load by the next index (DataLoader skipBadSamples). */
+  skipBad?: boolean;
 }
+
+/** Consecutive failing indices tried for one sample before the batch fails. */
+const MAX_REPLACEMENTS = 16;
 
 /** A failure while loading one sample, carried back to the main thread. */
 export interface SampleFailure {
@@ -37,8 +42,11 @@ export async function loadBatch(
   workerId: number,
   numWorkers: number,
   collate: CollateFn = defaultCollate,
-): Promise<{ ok: true; batch: ArrayBatch } | { ok: false; failure: SampleFailure }> {
+): Promise<
+  { ok: true; batch: ArrayBatch; skipped: SampleFailure[] } | { ok: false; failure: SampleFailure }
+> {
   const n = task.indices.length;
+  const skipped: SampleFailure[] = [];
   const samples: Sample[] = new Array(n);
   // A dataset that declares `concurrentGets: N` (ImageFolder: its decodes run on libvips'
   // threads) gets up to N get() calls running at once: a decode's thread hand-offs then
@@ -49,10 +57,26 @@ export async function loadBatch(
   const ahead = Math.max(0, (dataset.concurrentGets ?? 1) - 1);
   const pending: (Promise<Sample> | undefined)[] = new Array(n);
   let started = 0;
-  const start = (k: number): Sample | Promise<Sample> => {
-    const index = task.indices[k];
+  const load = (k: number, index: number): Sample | Promise<Sample> => {
     const rng = sampleRng(task.baseSeed, task.epoch, index, task.position + k);
     return dataset.get(index, { rng, workerId, numWorkers, epoch: task.epoch });
+  };
+  const start = (k: number): Sample | Promise<Sample> => load(k, task.indices[k]);
+  // A bad sample, when skipping: the next indices in turn take its place (its position, so
+  // its random stream, stays); each failure is reported back to be logged and counted.
+  const replace = async (k: number, first: unknown): Promise<Sample> => {
+    let index = task.indices[k];
+    let error = first;
+    for (let tries = 0; tries < MAX_REPLACEMENTS; tries++) {
+      skipped.push(describeFailure(error, index));
+      index = (index + 1) % dataset.length;
+      try {
+        return await load(k, index);
+      } catch (e) {
+        error = e;
+      }
+    }
+    throw error;
   };
   for (let k = 0; k < n; k++) {
     try {
@@ -74,11 +98,16 @@ export async function loadBatch(
       samples[k] = await (pending[k] as Promise<Sample>);
       pending[k] = undefined;
     } catch (e) {
-      return { ok: false, failure: describeFailure(e, task.indices[k]) };
+      if (!task.skipBad) return { ok: false, failure: describeFailure(e, task.indices[k]) };
+      try {
+        samples[k] = await replace(k, e);
+      } catch (last) {
+        return { ok: false, failure: describeFailure(last, task.indices[k]) };
+      }
     }
   }
   try {
-    return { ok: true, batch: collate(samples) };
+    return { ok: true, batch: collate(samples), skipped };
   } catch (e) {
     return { ok: false, failure: { ...describeFailure(e, task.indices[0]), name: 'CollateError' } };
   }

@@ -9,7 +9,7 @@ import {
   DataLoaderWorkerError,
   DataLoaderWorkerExitError,
 } from './errors.ts';
-import type { BatchTask } from './load.ts';
+import type { BatchTask, SampleFailure } from './load.ts';
 import type { ArrayBatch } from './types.ts';
 import type { FromWorker, ToWorker, WorkerInit } from './worker.ts';
 import { dataWorkerBundle } from './worker-bundle.ts';
@@ -72,7 +72,7 @@ export function withoutTsx(execArgv: string[]): string[] {
   return out;
 }
 
-type Result = { ok: true; batch: ArrayBatch } | { ok: false; error: Error };
+type Result = { ok: true; batch: ArrayBatch; skipped: SampleFailure[] } | { ok: false; error: Error };
 
 interface Slot {
   worker: Worker;
@@ -170,7 +170,8 @@ export class WorkerPool {
           this.wake();
           return;
         }
-        if (m.type === 'batch') this.results.set(m.id, { ok: true, batch: m.batch as ArrayBatch });
+        if (m.type === 'batch')
+          this.results.set(m.id, { ok: true, batch: m.batch as ArrayBatch, skipped: m.skipped });
         else {
           const f = m.failure;
           this.results.set(m.id, {
@@ -216,8 +217,8 @@ export class WorkerPool {
     workerId: number,
     batchNumber: number,
     timeoutMs: number,
-  ): Promise<ArrayBatch> {
-    return new Promise<ArrayBatch>((resolve, reject) => {
+  ): Promise<{ batch: ArrayBatch; skipped: SampleFailure[] }> {
+    return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
       const check = (): boolean => {
@@ -227,7 +228,7 @@ export class WorkerPool {
         if (timer) clearTimeout(timer);
         this.results.delete(taskId);
         if (r === undefined) reject(this.broken);
-        else if (r.ok) resolve(r.batch);
+        else if (r.ok) resolve({ batch: r.batch, skipped: r.skipped });
         else reject(r.error);
         return true;
       };

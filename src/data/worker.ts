@@ -25,7 +25,7 @@ export type ToWorker = { type: 'task'; task: BatchTask } | { type: 'cancel'; epo
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'init-error'; message: string; stack?: string }
-  | { type: 'batch'; id: number; batch: unknown }
+  | { type: 'batch'; id: number; batch: unknown; skipped: import('./load.ts').SampleFailure[] }
   | { type: 'failure'; id: number; failure: import('./load.ts').SampleFailure }
   | { type: 'skipped'; id: number };
 
@@ -50,7 +50,7 @@ async function drain(): Promise<void> {
       if (r.ok) {
         try {
           port.postMessage(
-            { type: 'batch', id: task.id, batch: r.batch } satisfies FromWorker,
+            { type: 'batch', id: task.id, batch: r.batch, skipped: r.skipped } satisfies FromWorker,
             transferables(r.batch),
           );
         } catch (e) {

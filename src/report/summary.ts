@@ -67,6 +67,12 @@ export function summarize(m: Metrics): SummaryRow[] {
     rows.push(['Throughput', `${rate(estimatedRate(m))}, all ranks (from step records)`]);
   }
   rows.push(['Mean step time', `${fixed(mean(m.steps.map((s) => s.stepMs)), 1)} ms`]);
+  // --skip-bad-samples: each rank's count is cumulative; the run's is the sum of the last ones.
+  if (m.steps.some((s) => s.skippedSamples !== undefined)) {
+    let skipped = 0;
+    for (const steps of ranks.values()) skipped += steps[steps.length - 1].skippedSamples ?? 0;
+    rows.push(['Bad samples skipped', `${skipped} (--skip-bad-samples)`]);
+  }
   const finalLoss = meanByStep(
     m.steps.filter((s) => s.step === last.step),
     (s) => s.loss,

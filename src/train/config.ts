@@ -135,6 +135,10 @@ export const OPTIONS = {
   pinMemory: boolOpt(true, 'pinned host memory for batches (with CUDA)'),
   persistentWorkers: boolOpt(true, 'keep the workers between epochs'),
   prefetch: intOpt(1, 2, 'batches queued per worker'),
+  skipBadSamples: intOptional(
+    0,
+    'replace a sample that fails to load by the next one, logging its file, and fail after this many (a bare flag: 100; default: fail on the first)',
+  ),
   // evaluation, checkpoints, logs
   evalEvery: intOpt(0, 1, 'evaluate every N epochs and after the last (0: never)'),
   evalBatchSize: intOptional(1, 'validation batch per rank (default: 2 x batch-size)'),

@@ -142,6 +142,7 @@ export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, wor
     prefetchFactor: c.prefetch,
     persistentWorkers: c.persistentWorkers && c.workers > 0,
     pinMemory: c.pinMemory,
+    skipBadSamples: c.skipBadSamples,
   };
   // dropLast: every step sees full batches on every rank (same loss scale, no ragged DDP step).
   const train = new data.DataLoader(setup.train, {

@@ -43,6 +43,8 @@ export interface StepRecord {
   overlapMs?: number;
   /** Live tensors after the step: flat in a healthy loop. */
   liveTensors: number;
+  /** With --skip-bad-samples: training samples this rank has skipped so far (they failed to load). */
+  skippedSamples?: number;
   /** The run's plan (for the dashboard's ETA): the step it stops at and its epochs. */
   totalSteps?: number;
   epochs?: number;

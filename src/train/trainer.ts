@@ -469,6 +469,7 @@ export async function train(
             commMs: stats?.backwardCommMs,
             overlapMs: stats?.backwardCommOverlapMs,
             liveTensors: t.memory().tensors,
+            ...(c.skipBadSamples === undefined ? {} : { skippedSamples: loaders.train.skippedSamples }),
             totalSteps: endStep,
             epochs: c.epochs,
             time: Date.now(),
