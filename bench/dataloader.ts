@@ -1,6 +1,6 @@
 // DataLoader throughput: images/s of the loader alone — no model — for tsddp and for
 // PyTorch's DataLoader (bench/reference/dataloader.py), measured alternately in one run
-// (DESIGN §10), with 0, 1 and 2 workers:
+// (architecture §10), with 0, 1 and 2 workers:
 //
 //   shapes   Shapes 32x32 (procedural), RandomCrop(32, padding 4) + RandomHorizontalFlip +
 //            ToTensor + Normalize, batch 128. PyTorch has no Shapes: its side renders the

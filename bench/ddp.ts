@@ -1,5 +1,5 @@
 // DDP training throughput of tsddp and PyTorch (Python), measured alternately in one run
-// (DESIGN §10), with the scenario runner of `tsddp bench` (src/benchmark/):
+// (architecture §10), with the scenario runner of `tsddp bench` (src/benchmark/):
 //
 //   node --import tsx bench/ddp.ts [--repeats 3] [--steps 4] [--warmup 2] [--cores N]
 //       [--max-world 2] [--sizes 32,64,224] [--bucket-caps 1,5,25,50,100] [--out DIR] [--python PATH]

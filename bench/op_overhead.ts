@@ -1,5 +1,5 @@
 // Per-op overhead: microseconds per call of tiny ops in tsddp and in PyTorch (Python),
-// measured alternately in one run (DESIGN §10). The ops are so small that the time is
+// measured alternately in one run (architecture §10). The ops are so small that the time is
 // almost all call overhead: argument conversion, dispatch, result wrapping and freeing.
 //
 //   npm run bench:ops [-- --rounds 5 --target-s 0.4 --threads 1 --out results.json --python PATH]

@@ -1,5 +1,5 @@
 // Single-process training throughput (images/s) of tsddp and PyTorch (Python), measured
-// alternately in one run (DESIGN §10).
+// alternately in one run (architecture §10).
 //
 //   node --import tsx bench/train_step.ts [--rounds 3] [--threads 2] [--warmup 2] [--steps 4]
 //       [--configs bf16,resnet50/64] [--quick] [--out results.json] [--python PATH]

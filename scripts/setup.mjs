@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Makes this checkout ready to run: libtorch, Gloo headers, node_modules, and the two
-// native addons (DESIGN.md section 3). Runs before `npm ci`, so it may only use node:
+// native addons (docs/architecture.md §3). Runs before `npm ci`, so it may only use node:
 // builtins. Idempotent: a stamp in .tsddp/setup.json records what was built from what,
 // and a run with nothing to do prints one line and exits without spawning.
 //   node scripts/setup.mjs [--rebuild]     (--rebuild: clean build of the addons)

@@ -1,4 +1,4 @@
-// Bad calls give clear errors (DESIGN §4): libtorch failures are TorchErrors naming the op,
+// Bad calls give clear errors (architecture §4): libtorch failures are TorchErrors naming the op,
 // argument problems are TypeErrors / RangeErrors naming the op and the argument, nothing
 // aborts the process, and nothing leaks. Each bad call runs inside tidy() so that the
 // final test can check that the live tensor count came back to where it started.

@@ -1,4 +1,4 @@
-// tsrun / `tsddp run`: flag validation, the worker environment (DESIGN §6), arguments
+// tsrun / `tsddp run`: flag validation, the worker environment (architecture §6), arguments
 // passed through to the script, the OMP_NUM_THREADS policy, `[rank N]` console prefixes,
 // per-rank log files, and plain-node workers for JavaScript entry files.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Memory management (DESIGN §4): tidy / scope / tidyAsync / keep / dispose free exactly
+// Memory management (architecture §4): tidy / scope / tidyAsync / keep / dispose free exactly
 // what they should, memory() reports it, and a steady-state training loop has a flat
 // live-tensor count and flat RSS (the acceptance test).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Small statistics and timing helpers for benchmarks (DESIGN §10: medians over
+// Small statistics and timing helpers for benchmarks (architecture §10: medians over
 // repeated runs, never pass/fail timings).
 
 /** The median (mean of the middle two for an even count); NaN for no values. */

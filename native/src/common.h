@@ -14,7 +14,7 @@
 namespace tsddp {
 
 // Tensors live in a per-thread slot table; JavaScript holds small integer handles.
-// Creating a JS object per result costs ~3x more than PyTorch's whole op (DESIGN §4),
+// Creating a JS object per result costs ~3x more than PyTorch's whole op (architecture §4),
 // so the JS Tensor is a plain class around the handle. Ops run on the calling JS
 // thread, and each JS thread (main or worker) has its own table.
 class Slots {

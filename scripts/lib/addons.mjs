@@ -1,4 +1,4 @@
-// Builds the two addons in native/ with cmake-js (DESIGN.md section 3) and records what
+// Builds the two addons in native/ with cmake-js (docs/architecture.md §3) and records what
 // they were built from in .tsddp/setup.json, the stamp that makes a second run a no-op and
 // that src/core/native.ts checks at load. Shared by scripts/setup.mjs (a checkout) and
 // scripts/install.mjs (the installed package).

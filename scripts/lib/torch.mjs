@@ -1,4 +1,4 @@
-// Finds the libtorch that the addons are built against (DESIGN.md section 3): LIBTORCH
+// Finds the libtorch that the addons are built against (docs/architecture.md §3): LIBTORCH
 // (a libtorch or torch package folder) wins; else an importable torch >= 2.4 from python3;
 // else the official torch wheel, pip-installed once into a virtual environment (the
 // checkout's .venv for scripts/setup.mjs, a per-user cache for the installed package).

@@ -1,4 +1,4 @@
-// Checkpoints: safetensors files and atomic, verified checkpoint directories (DESIGN §8).
+// Checkpoints: safetensors files and atomic, verified checkpoint directories (architecture §8).
 export type { ProgressHook, WriteProgress, WrittenFile } from './atomic.ts';
 export {
   CheckpointError,

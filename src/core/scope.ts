@@ -1,7 +1,7 @@
 // Memory scopes. V8 does not see tensor memory, so garbage collection alone would let
 // it pile up: tensors created inside tidy()/scope() are freed when the scope ends,
 // except what the scope returns or keep() marks. A tensor created outside any scope is
-// registered with a FinalizationRegistry as a safety net (DESIGN §4): registering costs
+// registered with a FinalizationRegistry as a safety net (architecture §4): registering costs
 // about half a microsecond, so only tensors that escape a scope pay it.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { native } from './native.ts';

@@ -1,4 +1,4 @@
-// The Tensor class: a plain JS object around a native slot handle (DESIGN §4). Op
+// The Tensor class: a plain JS object around a native slot handle (architecture §4). Op
 // methods (`a.add(b).relu()`) are attached by ops.generated.ts; this file holds the
 // properties, data access and conversions.
 import { inspect } from 'node:util';

@@ -1,4 +1,4 @@
-// The data pipeline (DESIGN §7): datasets, samplers, DataLoader with worker threads, transforms.
+// The data pipeline (architecture §7): datasets, samplers, DataLoader with worker threads, transforms.
 
 export { defaultCollate } from './collate.ts';
 export { type Batch, DataLoader, type DataLoaderOptions } from './dataloader.ts';
