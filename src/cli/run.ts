@@ -113,9 +113,9 @@ async function runAction(
   opts: Record<string, string | boolean | undefined>,
 ): Promise<void> {
   // libtorch (the store, CUDA's device count) loads here, not for `--help`.
-  const [{ cuda }, { launch }] = await Promise.all([
+  const [{ cuda }, { launchJob }] = await Promise.all([
     import('../core/runtime.ts'),
-    import('../launch/agent.ts'),
+    import('./launch-job.ts'),
   ]);
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
@@ -125,5 +125,5 @@ async function runAction(
     process.stderr.write(`tsrun: error: ${e.message}\n`);
     process.exit(2);
   }
-  process.exit(await launch(cfg));
+  process.exit(await launchJob(cfg));
 }

@@ -87,8 +87,9 @@ async function runTrain(config: TrainConfig): Promise<number> {
 
 /** Starts --nproc-per-node workers with the launcher (tsrun's agent), each running this command. */
 async function launchWorkers(args: TrainArgs): Promise<number> {
-  const [{ launch, LaunchConfigError, resolveLaunchConfig }, { cuda }] = await Promise.all([
+  const [{ LaunchConfigError, resolveLaunchConfig }, { launchJob }, { cuda }] = await Promise.all([
     import('../launch/index.ts'),
+    import('./launch-job.ts'),
     import('../core/runtime.ts'),
   ]);
   const entry = fileURLToPath(siblingModule('./main.ts', import.meta.url));
@@ -106,7 +107,7 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     const { metricsFile } = args.config;
     cfg.dashboard = { port: args.config.dashboard, metricsFile: metricsFile && resolve(metricsFile) };
   }
-  const code = await launch(cfg);
+  const code = await launchJob(cfg);
   // Rank 0 merges the rank files when the run succeeds; after a failure (or a rank 0 that
   // was killed), the launcher merges what the ranks wrote, so the metrics file is there.
   if (args.config.metricsFile !== undefined) {

@@ -40,7 +40,8 @@ export interface AgentHooks {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-function log(msg: string): void {
+/** A line from the launcher, as tsrun prints it. */
+export function log(msg: string): void {
   process.stderr.write(`tsrun: ${msg}\n`);
 }
 
@@ -390,9 +391,11 @@ export class Agent {
   }
 }
 
-/** Runs a job as `tsrun` does (with its dashboard, if asked); resolves with the exit code for the launcher. */
-export async function launch(cfg: LaunchConfig): Promise<number> {
-  if (cfg.dashboard === undefined) return new Agent(cfg).run();
-  const { launchWithDashboard } = await import('../dashboard/launch.ts');
-  return launchWithDashboard(cfg, (hooks) => new Agent(cfg, hooks).run(), log);
+/**
+ * Runs a job as `tsrun` does; resolves with the exit code for the launcher. The launcher
+ * knows no dashboard: `tsddp run --dashboard` composes one around the agent through
+ * AgentHooks (src/cli/launch-job.ts).
+ */
+export function launch(cfg: LaunchConfig, hooks: AgentHooks = {}): Promise<number> {
+  return new Agent(cfg, hooks).run();
 }
