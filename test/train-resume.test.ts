@@ -23,27 +23,30 @@ after(() => rmSync(tmp, { recursive: true, force: true }));
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 const stepRecords = (file: string) => readJsonLines(file).filter((r): r is StepRecord => r.type === 'step');
 
-/** Runs `tsddp <args>` to the end; kills it after `timeoutMs`. */
-function tsddp(args: string[], timeoutMs = 90_000): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/tsddp.mjs', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, OMP_NUM_THREADS: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b;
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      out += b;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
+/** Starts `tsddp <args>`; `out` collects stdout and stderr, `closed` resolves with the exit code. */
+function startTsddp(args: string[]) {
+  const child = spawn(process.execPath, ['bin/tsddp.mjs', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, OMP_NUM_THREADS: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const run = { child, out: '', closed: new Promise<number | null>((res) => child.on('close', res)) };
+  child.stdout.on('data', (b: Buffer) => {
+    run.out += b;
+  });
+  child.stderr.on('data', (b: Buffer) => {
+    run.out += b;
+  });
+  return run;
+}
+
+/** Runs `tsddp <args>` to the end; kills it after `timeoutMs`. */
+async function tsddp(args: string[], timeoutMs = 90_000): Promise<{ code: number | null; out: string }> {
+  const run = startTsddp(args);
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
+  const code = await run.closed;
+  clearTimeout(timer);
+  return { code, out: run.out };
 }
 
 function config(name: string): TrainConfigInput {
@@ -195,44 +198,13 @@ function workersOf(launcher: number): { pid: number; rank: string }[] {
 
 /** A long 2-rank `tsddp train` (50 epochs) writing `metrics`; the test stops it by a fault. */
 function longRun(metrics: string, extra: string[] = []) {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/tsddp.mjs',
-      'train',
-      ...[
-        '--nproc-per-node',
-        '2',
-        '--master-port',
-        '0',
-        '--model',
-        'resnet18',
-        '--width-multiplier',
-        '0.125',
-      ],
-      ...[
-        '--image-size',
-        '16',
-        '--train-size',
-        '64',
-        '--val-size',
-        '8',
-        '--batch-size',
-        '4',
-        '--epochs',
-        '50',
-      ],
-      ...['--workers', '0', '--eval-every', '0', '--metrics-file', metrics, ...extra],
-    ],
-    { cwd: ROOT, env: { ...process.env, OMP_NUM_THREADS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const run = { child, out: '', closed: new Promise<number | null>((res) => child.on('close', res)) };
-  child.stdout.on('data', (b: Buffer) => {
-    run.out += b;
-  });
-  child.stderr.on('data', (b: Buffer) => {
-    run.out += b;
-  });
+  const run = startTsddp([
+    'train',
+    ...['--nproc-per-node', '2', '--master-port', '0', '--model', 'resnet18', '--width-multiplier', '0.125'],
+    ...['--image-size', '16', '--train-size', '64', '--val-size', '8', '--batch-size', '4'],
+    ...['--epochs', '50', '--workers', '0', '--eval-every', '0', '--metrics-file', metrics, ...extra],
+  ]);
+  const { child } = run;
   /** Waits until every rank has recorded `n` steps; then the pid of the worker of `rank`. */
   const workerAfter = async (n: number, rank: string): Promise<number> => {
     const deadline = Date.now() + 60_000;

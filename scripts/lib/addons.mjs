@@ -158,7 +158,8 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, befo
   const hash = inputsHash(root, torch, glooRoot);
   const built = Object.values(addonPaths(root)).every((f) => existsSync(f));
   if (!rebuild && built && stamp.inputsHash === hash) {
-    writeStamp(root, { ...stamp, ...record }); // same torch, perhaps reached another way
+    // Same inputs: rewrite the stamp only when the same torch was reached another way.
+    if (Object.entries(record).some(([k, v]) => stamp[k] !== v)) writeStamp(root, { ...stamp, ...record });
     return { built: false };
   }
   beforeBuild();
