@@ -1,4 +1,4 @@
-// The benchmark's report: a markdown page with one table per scenario (what the README's
+// The benchmark's report: a markdown page with one table per scenario (what docs/benchmarks.md's
 // results section quotes) and the JSON with every measured number.
 import { loadavg } from 'node:os';
 import { type BenchCase, caseKey, modelLabel, type ScenarioPlan, type ScenarioRow } from './cases.ts';
