@@ -219,3 +219,16 @@ test('DataLoader with DistributedSampler: two ranks split each epoch evenly and 
   assert.equal(seen[0].length, seen[1].length);
   assert.equal(new Set(seen.flat()).size, 11);
 });
+
+test('skipBadSamples must be a non-negative integer', () => {
+  const ds = { length: 4, get: (i: number) => ({ x: new Float32Array([i]) }) };
+  for (const bad of [-1, 1.5, Number.NaN])
+    assert.throws(
+      () => new DataLoader(ds, { skipBadSamples: bad }),
+      (e: Error) => {
+        assert.ok(e instanceof RangeError);
+        assert.match(e.message, /DataLoader: skipBadSamples should be a non-negative integer/);
+        return true;
+      },
+    );
+});

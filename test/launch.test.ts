@@ -207,3 +207,17 @@ test('on a terminal, a worker progress line redrawn with \\r is passed through l
   plain.write(Buffer.from('\r\x1b[Kstep 3/3\n'));
   assert.equal(pipe.text, '[rank 1] step 3/3\n');
 });
+
+test('--watchdog takes positive seconds or 0 (off)', () => {
+  const script = join(tmp, 'watchdog.mjs');
+  writeFileSync(script, '');
+  assert.equal(resolveLaunchConfig(script, [], {}, {}).watchdogMs, 0);
+  assert.equal(resolveLaunchConfig(script, [], { watchdog: '0' }, {}).watchdogMs, 0);
+  assert.equal(resolveLaunchConfig(script, [], { watchdog: '2.5' }, {}).watchdogMs, 2500);
+  for (const bad of ['-1', 'soon', ''])
+    assert.throws(
+      () => resolveLaunchConfig(script, [], { watchdog: bad }, {}),
+      (e: unknown) =>
+        e instanceof LaunchConfigError && /--watchdog must be a positive number of seconds/.test(e.message),
+    );
+});

@@ -218,3 +218,10 @@ test('tsddp train exits 2 with the message for a bad option', () => {
     /invalid value 'fp8' for option amp \(--amp\); allowed: one of off, bf16, fp16/,
   );
 });
+
+test('the fault-tolerance options refuse bad values by name', () => {
+  assert.match(problems(() => parseConfig({ timeout: 0 }))[0], /--timeout/);
+  assert.match(problems(() => parseConfig({ skipBadSamples: -1 }))[0], /--skip-bad-samples/);
+  const [both] = problems(() => parseConfig({ overwrite: true, resume: 'auto', checkpointDir: 'ck' }));
+  assert.match(both, /--overwrite.*--resume auto/);
+});
