@@ -24,19 +24,17 @@
 //
 //   node --import tsx bench/dataloader.ts [--rounds 5] [--images 512] [--workers 0,1,2]
 //       [--folder DIR] [--out results.json] [--python PATH] [--no-python] [--no-train]
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
+import { JsonLineProcess } from '../src/benchmark/gang.ts';
+import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
+import { probeTorchPython, referenceScript, runPythonJson } from '../src/benchmark/reference.ts';
+import { fmt, markdownTable, median, type Summary, summarize } from '../src/benchmark/stats.ts';
 import { imageAddon, jpegDecoderName } from '../src/data/image-addon.ts';
 import { pairedRatios } from './lib/abab.ts';
-import { describeMachine, machineInfo } from './lib/machine.ts';
-import { findTorchPython, repoRoot } from './lib/python.ts';
-import { median, type Summary, summarize } from './lib/stats.ts';
-import { fmt, markdownTable } from './lib/table.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -229,43 +227,6 @@ interface PyInfo {
   folder_images: number;
 }
 
-class PythonServer {
-  private readonly lines: AsyncIterator<string>;
-  private readonly rl: Interface;
-  private stderr = '';
-  constructor(private readonly child: ChildProcessWithoutNullStreams) {
-    this.rl = createInterface({ input: child.stdout });
-    this.lines = this.rl[Symbol.asyncIterator]();
-    child.stderr.on('data', (d: Buffer) => {
-      this.stderr = (this.stderr + d.toString()).slice(-4000);
-    });
-  }
-  static start(python: string, args: string[]): PythonServer {
-    const child = spawn(python, [`${repoRoot}bench/reference/dataloader.py`, ...args, '--serve'], {
-      env: process.env,
-    });
-    return new PythonServer(child);
-  }
-  async read<T>(): Promise<T> {
-    const r = await this.lines.next();
-    if (r.done) throw new Error(`bench/reference/dataloader.py exited:\n${this.stderr.trim()}`);
-    const v = JSON.parse(r.value) as T & { error?: string };
-    if (v.error) throw new Error(`bench/reference/dataloader.py: ${v.error}`);
-    return v;
-  }
-  async request<T>(req: unknown): Promise<T> {
-    this.child.stdin.write(`${JSON.stringify(req)}\n`);
-    return this.read<T>();
-  }
-  get warnings(): string {
-    return this.stderr.trim();
-  }
-  close(): void {
-    this.child.stdin.end(`${JSON.stringify({ quit: true })}\n`);
-    this.rl.close();
-  }
-}
-
 const pyArgs = [
   '--folder',
   folder,
@@ -282,7 +243,7 @@ const pyArgs = [
   '--impl',
   opts.impl ?? 'auto',
 ];
-const torchPy = opts['no-python'] ? null : findTorchPython(opts.python);
+const torchPy = opts['no-python'] ? null : probeTorchPython(opts.python);
 if (!torchPy && !opts['no-python']) {
   log(`PyTorch (Python) is not importable from ${opts.python ?? '.venv/bin/python or python3'}: tsddp only.`);
 }
@@ -295,11 +256,13 @@ log(
     `(${folderInfo.files} files, ${fmt(folderInfo.bytes / Math.max(1, folderInfo.files) / 1024)} KB each)`,
 );
 
-let py: PythonServer | null = null;
+// The PyTorch side: bench/reference/dataloader.py --serve, one request per line (it exits on EOF).
+const pyScript = referenceScript('dataloader.py');
+let py: JsonLineProcess<PyInfo> | null = null;
 let pyInfo: PyInfo | null = null;
 if (torchPy) {
-  py = PythonServer.start(torchPy.python, pyArgs);
-  pyInfo = await py.read<PyInfo>();
+  py = await JsonLineProcess.start<PyInfo>(torchPy.python, [pyScript, ...pyArgs, '--serve'], process.env);
+  pyInfo = py.ready;
   log(`PyTorch side: ${torchPy.python} (torch ${pyInfo.torch}), transforms: ${pyInfo.transforms}`);
   if (datasets.includes('folder') && pyInfo.folder_images !== folderInfo.files) {
     throw new Error(
@@ -441,22 +404,19 @@ if (!opts['no-breakdown'] && datasets.includes('folder')) {
   tsBd = await tsBreakdown(128);
   tsStart = await tsWorkerStart();
   if (py) {
-    py.close();
+    await py.close();
     py = null;
-    const { spawnSync } = await import('node:child_process');
-    const r = spawnSync(
+    const parsed = runPythonJson<{ breakdown: Breakdown & { worker_start_s?: number } }>(
       torchPy!.python,
-      [`${repoRoot}bench/reference/dataloader.py`, ...pyArgs, '--breakdown', '--breakdown-images', '128'],
-      { encoding: 'utf8', env: process.env },
+      pyScript,
+      [...pyArgs, '--breakdown', '--breakdown-images', '128'],
+      process.env,
     );
-    const last = r.stdout.trim().split('\n').pop() ?? '';
-    if (r.status !== 0) throw new Error(`breakdown failed: ${r.stderr}`);
-    const parsed = JSON.parse(last) as { breakdown: Breakdown & { worker_start_s?: number } };
     pyBd = parsed.breakdown;
     pyStart = Number(pyBd.worker_start_s ?? Number.NaN);
   }
 }
-py?.close();
+await py?.close();
 
 // --- training throughput, for "the loader is never the bottleneck" ----------------------------
 
@@ -549,7 +509,7 @@ const label = (c: string): [string, string] => {
   ];
 };
 const header = [
-  `Machine: ${describeMachine(machine)}`,
+  `Machine: ${describeMachine(machine, { load: true })}`,
   `tsddp: libtorch ${t.buildInfo().torchVersion}, JPEG decoder ${jpegDecoderName()}, sharp ${sharp.versions.sharp} ` +
     `(libvips ${sharp.versions.vips}, concurrency ${sharp.concurrency()})` +
     (pyInfo
@@ -589,7 +549,6 @@ console.log(
       'PyTorch 1st batch ms',
     ],
     rows,
-    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
   ),
 );
 console.log();
@@ -663,9 +622,7 @@ if (tsBd) {
   console.log();
   console.log('Per-image cost of each stage, one thread, in-process (ms; folder stages over 128 JPEGs):');
   console.log();
-  console.log(
-    markdownTable(['stage', 'tsddp ms', 'PyTorch ms', 'ratio'], bdRows, ['left', 'right', 'right', 'right']),
-  );
+  console.log(markdownTable(['stage', 'tsddp ms', 'PyTorch ms', 'ratio'], bdRows));
 }
 if (Object.keys(train).length > 0) {
   console.log();

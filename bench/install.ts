@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
+import { median } from '../src/benchmark/stats.ts';
 import { runAbab } from './lib/abab.ts';
-import { findTorchPython, repoRoot } from './lib/python.ts';
-import { median } from './lib/stats.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -43,13 +43,13 @@ function freshProject(name: string): string {
 
 try {
   const pack = spawnSync('npm', ['pack', '--json', '--pack-destination', tmp], {
-    cwd: repoRoot,
+    cwd: REPO_ROOT,
     env,
     encoding: 'utf8',
   });
   const packed = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[/m)))[0];
   const tarball = join(tmp, packed.filename);
-  const stamp = JSON.parse(readFileSync(join(repoRoot, '.tsddp', 'setup.json'), 'utf8'));
+  const stamp = JSON.parse(readFileSync(join(REPO_ROOT, '.tsddp', 'setup.json'), 'utf8'));
   const ccache = spawnSync('ccache', ['--version']).status === 0 ? 'ccache present' : 'no ccache';
   log(`${packed.filename}: ${(statSync(tarball).size / 1024).toFixed(0)} kB; installing (${ccache})`);
 
@@ -73,7 +73,7 @@ try {
     log(`install from an empty torch cache: ${cold.toFixed(1)} s`);
   }
 
-  const py = findTorchPython(opts.python);
+  const py = probeTorchPython(opts.python);
   const importTs = ['--input-type=module', '-e', "await import('tsddp')"];
   const values = runAbab(
     [

@@ -19,11 +19,19 @@
 // terminal rather than the op.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
+import { probeTorchPython, referenceScript, runPythonJson } from '../src/benchmark/reference.ts';
+import {
+  calibrate,
+  fmt,
+  markdownTable,
+  now,
+  type Summary,
+  summarize,
+  type TimedLoop,
+  usPerIter,
+} from '../src/benchmark/stats.ts';
 import { type AbabSide, pairedRatios, runAbab } from './lib/abab.ts';
-import { describeMachine, machineInfo } from './lib/machine.ts';
-import { findTorchPython, repoRoot, runPythonJson } from './lib/python.ts';
-import { calibrate, now, type Summary, summarize, type TimedLoop, usPerIter } from './lib/stats.ts';
-import { fmt, markdownTable } from './lib/table.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -177,8 +185,8 @@ interface PyOutput {
   cases: Record<string, { us: number; iters: number; seconds: number }>;
 }
 
-const pyScript = `${repoRoot}bench/reference/op_overhead.py`;
-const torchPy = findTorchPython(opts.python);
+const pyScript = referenceScript('op_overhead.py');
+const torchPy = probeTorchPython(opts.python);
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
@@ -269,7 +277,7 @@ for (const c of cases) {
 const build = t.buildInfo();
 const tsThreads = t.getNumThreads();
 const header = [
-  `Machine: ${describeMachine(machine)}`,
+  `Machine: ${describeMachine(machine, { load: true })}`,
   `tsddp: libtorch ${build.torchVersion}, ${tsThreads} thread(s)` +
     (pyInfo
       ? ` · PyTorch: torch ${pyInfo.torch} (Python ${pyInfo.python}), ${pyInfo.threads} thread(s)`
@@ -294,15 +302,7 @@ const rows = cases.map((c) => {
 
 console.log(header.join('\n'));
 console.log();
-console.log(
-  markdownTable(['case', 'tsddp µs', 'PyTorch µs', 'ratio', 'ratio range'], rows, [
-    'left',
-    'right',
-    'right',
-    'right',
-    'right',
-  ]),
-);
+console.log(markdownTable(['case', 'tsddp µs', 'PyTorch µs', 'ratio', 'ratio range'], rows));
 console.log();
 console.log(
   'µs per call, median over rounds; ratio = tsddp / PyTorch, the median of per-round ratios ' +

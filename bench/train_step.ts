@@ -31,12 +31,11 @@
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { JsonLineProcess } from '../src/benchmark/gang.ts';
+import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
+import { probeTorchPython, referenceScript } from '../src/benchmark/reference.ts';
+import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
 import { pairedRatios } from './lib/abab.ts';
-import { describeMachine, machineInfo } from './lib/machine.ts';
-import { PythonWorker } from './lib/py-worker.ts';
-import { findTorchPython, repoRoot } from './lib/python.ts';
-import { median } from './lib/stats.ts';
-import { fmt, markdownTable } from './lib/table.ts';
 import { allConfigs, selectConfigs, type TrainConfig } from './lib/train-configs.ts';
 import type { StepTimes } from './lib/train-step-ts.ts';
 
@@ -96,13 +95,12 @@ interface PyReady {
   threads: number;
 }
 
-const torchPy = findTorchPython(opts.python);
-let worker: PythonWorker<PyReady> | null = null;
+const torchPy = probeTorchPython(opts.python);
+let worker: JsonLineProcess<PyReady> | null = null;
 if (torchPy) {
-  worker = await PythonWorker.start<PyReady>(
+  worker = await JsonLineProcess.start<PyReady>(
     torchPy.python,
-    `${repoRoot}bench/reference/train_step.py`,
-    ['--serve', '--threads', String(threads)],
+    [referenceScript('train_step.py'), '--serve', '--threads', String(threads)],
     process.env,
   );
   log(`PyTorch side: ${torchPy.python} (torch ${worker.ready.torch}, ${worker.ready.threads} threads)`);
@@ -261,7 +259,7 @@ const pyLine = worker
   ? `PyTorch: torch ${worker.ready.torch} (Python ${worker.ready.python}), ${worker.ready.threads} thread(s)`
   : 'PyTorch: not available';
 const header = [
-  `Machine: ${describeMachine(machine)} (at the start; ${loadavg()[0].toFixed(2)} at the end)`,
+  `Machine: ${describeMachine(machine, { load: true })} (at the start; ${loadavg()[0].toFixed(2)} at the end)`,
   `tsddp: libtorch ${build.torchVersion}, ${t.getNumThreads()} thread(s) · ${pyLine}`,
   `${ENV_KEYS.filter((k) => process.env[k] !== undefined && k !== 'TORCH_CPP_LOG_LEVEL')
     .map((k) => `${k}=${process.env[k]}`)
@@ -305,7 +303,6 @@ console.log(
       'live tensors',
     ],
     rows,
-    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
   ),
 );
 console.log();

@@ -1,6 +1,6 @@
 // Alternating (ABAB) comparison runner: on a shared, noisy machine, run side A then
 // side B, round after round, so slow periods hit both; compare per-round pairs.
-import { median } from './stats.ts';
+import { median } from '../../src/benchmark/stats.ts';
 
 /** One side of a comparison: runs every case once and returns a number per case (e.g. µs). */
 export interface AbabSide {

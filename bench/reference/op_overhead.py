@@ -96,7 +96,7 @@ CASES = {
 
 def calibrate(fn, target_s):
     """Iterations that take about target_s: doubles from 16 until a run takes >= 50 ms,
-    then times a run of about target_s / 2 and scales (bench/lib/stats.ts calibrate())."""
+    then times a run of about target_s / 2 and scales (src/benchmark/stats.ts calibrate())."""
     n = 16
     dt = fn(n)
     while dt < 0.05:

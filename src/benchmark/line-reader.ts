@@ -1,5 +1,5 @@
 // A child's stdout as awaitable lines: `next()` resolves with the next line, or null once
-// the stream has ended. Used by the benchmark's worker drivers (gang.ts, bench/lib/py-worker.ts).
+// the stream has ended. Used by the benchmarks' worker drivers (gang.ts).
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 

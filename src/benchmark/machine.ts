@@ -33,6 +33,11 @@ export function machineInfo(): MachineInfo {
   };
 }
 
-export function describeMachine(m: MachineInfo): string {
-  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}`;
+/**
+ * One line: `AMD EPYC, 2 cores, 24 GiB, linux-x64, Node v20.20.2`, and with `load`,
+ * `, load 1.23` (the bench/ scripts state it; the report of `tsddp bench` has no load).
+ */
+export function describeMachine(m: MachineInfo, opts: { load?: boolean } = {}): string {
+  const base = `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}`;
+  return opts.load ? `${base}, load ${m.loadAvg1.toFixed(2)}` : base;
 }

@@ -1,46 +1,25 @@
 // Multi-process test harness: one real process per rank (`node --import tsx
 // test/workers/<name>.ts`), rendezvous over loopback (env://), results back as JSON files.
-// Every child is killed when its job times out, when the test process exits, and (after a
-// short grace period) when a sibling fails, so a broken test never leaves processes behind
-// or hangs.
+// The ranks are started by src/benchmark/gang.ts (spawnRanks), which also kills them when
+// the test process exits; here they are also killed when their job times out, on SIGINT
+// and SIGTERM, and (after a short grace period) when a sibling fails, so a broken test
+// never leaves processes behind or hangs.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, killAllChildren, spawnRanks } from '../../src/benchmark/gang.ts';
+
+export { freePort };
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const WORKERS = new URL('../workers/', import.meta.url).pathname;
 
-// Children still running, killed when this process exits for any reason we can see.
-const live = new Set<ChildProcess>();
-function killLive(): void {
-  for (const c of live) c.kill('SIGKILL');
-}
-process.on('exit', killLive);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
-    killLive();
+    killAllChildren();
     process.kill(process.pid, sig);
-  });
-}
-
-/** A port that was free a moment ago: bind port 0 on loopback, read it, close. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      if (addr === null || typeof addr === 'string') {
-        srv.close();
-        reject(new Error('could not read the bound port'));
-        return;
-      }
-      srv.close(() => resolve(addr.port));
-    });
   });
 }
 
@@ -95,26 +74,21 @@ export async function startJob<R = unknown>(worker: string, opts: JobOptions): P
     for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
   };
 
-  for (let rank = 0; rank < opts.worldSize; rank++) {
-    const resultFile = join(dir, `rank${rank}.json`);
-    const child = spawn(process.execPath, ['--import', 'tsx', join(WORKERS, `${worker}.ts`)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        ...opts.env,
-        RANK: String(rank),
-        WORLD_SIZE: String(opts.worldSize),
-        LOCAL_RANK: String(rank),
-        LOCAL_WORLD_SIZE: String(opts.worldSize),
-        MASTER_ADDR: '127.0.0.1',
-        MASTER_PORT: String(port),
-        OMP_NUM_THREADS: '1',
-        TSDDP_TEST_RESULT: resultFile,
-        TSDDP_TEST_CONFIG: JSON.stringify(opts.config ?? {}),
-      },
-    });
-    live.add(child);
+  const resultFile = (rank: number) => join(dir, `rank${rank}.json`);
+  const children = spawnRanks({
+    command: process.execPath,
+    args: ['--import', 'tsx', join(WORKERS, `${worker}.ts`)],
+    world: opts.worldSize,
+    port,
+    cwd: ROOT,
+    env: { ...process.env, ...opts.env },
+    rankEnv: (rank) => ({
+      OMP_NUM_THREADS: '1',
+      TSDDP_TEST_RESULT: resultFile(rank),
+      TSDDP_TEST_CONFIG: JSON.stringify(opts.config ?? {}),
+    }),
+  });
+  for (const [rank, child] of children.entries()) {
     procs.push(child);
     stdout[rank] = '';
     stderr[rank] = '';
@@ -143,7 +117,6 @@ export async function startJob<R = unknown>(worker: string, opts: JobOptions): P
     exits.push(
       new Promise((resolve) => {
         child.on('close', (code, signal) => {
-          live.delete(child);
           for (const w of lineWaiters.filter((x) => x.rank === rank)) {
             lineWaiters.splice(lineWaiters.indexOf(w), 1);
             w.reject(
@@ -161,7 +134,9 @@ export async function startJob<R = unknown>(worker: string, opts: JobOptions): P
             signal,
             stdout: stdout[rank],
             stderr: stderr[rank],
-            result: existsSync(resultFile) ? (JSON.parse(readFileSync(resultFile, 'utf8')) as R) : undefined,
+            result: existsSync(resultFile(rank))
+              ? (JSON.parse(readFileSync(resultFile(rank), 'utf8')) as R)
+              : undefined,
           });
         });
       }),

@@ -3,8 +3,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+
+/** A port that was free a moment ago (for jobs that need a fixed one, like multi-node). */
+export { freePort } from '../../src/benchmark/gang.ts';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const worker = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
@@ -112,18 +114,6 @@ export class Launcher {
       } catch {}
     }
   }
-}
-
-/** A port that was free a moment ago (for jobs that need a fixed one, like multi-node). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Live (non-zombie) processes whose environment holds `marker`. */

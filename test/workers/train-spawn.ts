@@ -1,30 +1,15 @@
 // Starts training workers the way tsrun does (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-// MASTER_PORT, one thread each) and collects how each ended.
-import { type ChildProcess, spawn } from 'node:child_process';
+// MASTER_PORT, one thread each) and collects how each ended. The ranks are started by
+// src/benchmark/gang.ts (spawnRanks), which kills any still running when the test process
+// exits, so a failing test never leaves any behind.
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, spawnRanks } from '../../src/benchmark/gang.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./train-worker.ts', import.meta.url));
-
-// Workers still running are killed when the test process exits, so a failing test never leaves any behind.
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const c of live) c.kill('SIGKILL');
-});
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Exit {
   rank: number;
@@ -53,25 +38,17 @@ export async function runWorkers(
   const jobFile = join(dir, `job-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(jobFile, JSON.stringify(job));
   const port = await freePort();
-  const children: ChildProcess[] = [];
-  const exits = Array.from({ length: worldSize }, (_, rank) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, jobFile], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        RANK: String(rank),
-        LOCAL_RANK: String(rank),
-        WORLD_SIZE: String(worldSize),
-        LOCAL_WORLD_SIZE: String(worldSize),
-        MASTER_ADDR: '127.0.0.1',
-        MASTER_PORT: String(port),
-        OMP_NUM_THREADS: '1',
-        ...opts.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    live.add(child);
+  const children: ChildProcess[] = spawnRanks({
+    command: process.execPath,
+    args: ['--import', 'tsx', WORKER, jobFile],
+    world: worldSize,
+    port,
+    cwd: ROOT,
+    env: process.env,
+    rankEnv: () => ({ OMP_NUM_THREADS: '1', ...opts.env }),
+  });
+  const exits = children.map((child, rank) => {
+    child.stdin?.end(); // the workers read no input
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (b: Buffer) => {
@@ -82,7 +59,6 @@ export async function runWorkers(
     });
     return new Promise<Exit>((resolve) => {
       child.on('close', (code, signal) => {
-        live.delete(child);
         if (signal !== null && opts.stopAllOnCrash)
           for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
         resolve({ rank, code, signal, stdout, stderr });
