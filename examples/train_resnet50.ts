@@ -6,27 +6,37 @@
 //   npx tsddp run --nproc-per-node 2 examples/train_resnet50.ts --width 0.125 --epochs 1 --train-size 512
 //
 // (`tsddp train` is this recipe as a command, with every option and evaluation.)
-import { parseArgs } from 'node:util';
+import { Command } from 'commander';
 import * as t from '../src/index.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    data: { type: 'string' }, // an ImageFolder root with train/ and val/; default: Shapes
-    epochs: { type: 'string', default: '90' },
-    'batch-size': { type: 'string', default: '32' }, // per process
-    accum: { type: 'string', default: '1' }, // micro-batches per optimizer step
-    amp: { type: 'string' }, // fp16 | bf16 | off (default: fp16 on CUDA, bf16 on CPU)
-    width: { type: 'string', default: '1' }, // ResNet width multiplier (tiny test runs)
-    'train-size': { type: 'string', default: '10000' }, // Shapes only
-    'static-graph': { type: 'boolean', default: false },
-    'checkpoint-dir': { type: 'string', default: 'checkpoints/resnet50' },
-    workers: { type: 'string', default: '2' },
-  },
-});
-const EPOCHS = Number(args.epochs);
-const BATCH = Number(args['batch-size']);
-const ACCUM = Number(args.accum);
-const CKPT = args['checkpoint-dir'] as string;
+const args = new Command('train_resnet50')
+  .option('--data <dir>', 'an ImageFolder root with train/ and val/ (default: Shapes 32x32)')
+  .option('--epochs <n>', 'epochs', Number, 90)
+  .option('--batch-size <n>', 'images per process per micro-batch', Number, 32)
+  .option('--accum <n>', 'micro-batches per optimizer step', Number, 1)
+  .option('--amp <mode>', 'fp16 | bf16 | off (default: fp16 on CUDA, bf16 on CPU)')
+  .option('--width <x>', 'ResNet width multiplier (tiny test runs)', Number, 1)
+  .option('--train-size <n>', 'Shapes training samples', Number, 10000)
+  .option('--static-graph', 'DDP static graph', false)
+  .option('--checkpoint-dir <dir>', 'where rank 0 saves checkpoints', 'checkpoints/resnet50')
+  .option('--workers <n>', 'data-loader worker threads per process', Number, 2)
+  .parse()
+  .opts<{
+    data?: string;
+    epochs: number;
+    batchSize: number;
+    accum: number;
+    amp?: string;
+    width: number;
+    trainSize: number;
+    staticGraph: boolean;
+    checkpointDir: string;
+    workers: number;
+  }>();
+const EPOCHS = args.epochs;
+const BATCH = args.batchSize;
+const ACCUM = args.accum;
+const CKPT = args.checkpointDir;
 
 // 1. Process group from the launcher's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 t.distributed.initProcessGroup({ backend: 'auto' }); // NCCL with CUDA, else Gloo
@@ -48,7 +58,7 @@ const train = imagenet
       transform: new Compose([new RandomResizedCrop(224), new RandomHorizontalFlip()]),
     })
   : new t.data.Shapes({
-      size: Number(args['train-size']),
+      size: args.trainSize,
       transform: new Compose([new RandomCrop(32, { padding: 4 }), new RandomHorizontalFlip()]),
     });
 const mean = imagenet ? [0.485, 0.456, 0.406] : t.data.SHAPES_MEAN;
@@ -58,9 +68,9 @@ const sampler = new t.data.DistributedSampler(train, { shuffle: true, seed: 0 })
 const loader = new t.data.DataLoader(train, {
   batchSize: BATCH,
   sampler,
-  numWorkers: Number(args.workers),
+  numWorkers: args.workers,
   pinMemory: true,
-  persistentWorkers: Number(args.workers) > 0,
+  persistentWorkers: args.workers > 0,
   dropLast: true,
 });
 
@@ -69,14 +79,14 @@ t.manualSeed(0);
 const model = t.models.resnet50({
   numClasses,
   stem: imagenet ? 'imagenet' : 'cifar',
-  widthMultiplier: Number(args.width),
+  widthMultiplier: args.width,
 });
 model.to(device);
 const ddp = new t.distributed.DistributedDataParallel(model, {
   deviceIds: cuda ? [localRank] : undefined,
   bucketCapMb: 25,
   gradientAsBucketView: true,
-  staticGraph: args['static-graph'],
+  staticGraph: args.staticGraph,
 });
 const lr = (0.1 * BATCH * ACCUM * worldSize) / 256;
 const optimizer = new t.optim.SGD(model.parameters(), { lr, momentum: 0.9, weightDecay: 1e-4 });

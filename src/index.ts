@@ -2,6 +2,15 @@
 
 export * as amp from './amp/index.ts';
 export { autocast, autocastAsync, GradScaler } from './amp/index.ts';
+export * as autograd from './autograd/index.ts';
+export {
+  enableGrad,
+  enableGradAsync,
+  isGradEnabled,
+  noGrad,
+  noGradAsync,
+  setGradEnabled,
+} from './autograd/index.ts';
 export * from './checkpoint/index.ts';
 export * from './core/index.ts';
 export * as data from './data/index.ts';

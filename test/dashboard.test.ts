@@ -243,7 +243,7 @@ test('a lone `tsddp train --dashboard` (no launcher) streams its steps live, the
       ...'--model resnet18 --width-multiplier 0.125 --image-size 16 --train-size 512 --val-size 16'.split(
         ' ',
       ),
-      ...'--batch-size 8 --epochs 1 --workers 0 --log-every 64 --dashboard --metrics-file'.split(' '),
+      ...'--batch-size 8 --epochs 1 --workers 0 --log-every 8 --dashboard --metrics-file'.split(' '),
       metrics,
     ],
     { cwd: ROOT, env: { ...process.env, OMP_NUM_THREADS: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
@@ -253,7 +253,8 @@ test('a lone `tsddp train --dashboard` (no launcher) streams its steps live, the
     const log: string[] = [];
     const [, url] = await waitForStderr(child, /tsddp train: dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/, log);
     const res = await request(`${url}events`);
-    // Training runs in the main thread; the server, in its own, answers meanwhile.
+    // Training runs in the main thread; the server, in its own, answers meanwhile (steps
+    // arrive every --log-every steps, when the trainer reads their losses).
     const stream = sse(res);
     await stream.until((seen) => seen.some((e) => e.type === 'step'));
     assert.equal(child.exitCode, null, 'a step arrived while the process was still training');

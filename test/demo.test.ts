@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { verifyCheckpoint } from '../src/checkpoint/index.ts';
-import { type EvalRecord, readJsonLines } from '../src/train/index.ts';
+import { type EvalRecord, readJsonLines } from '../src/metrics/index.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'tsddp-demo-'));
 after(() => rmSync(out, { recursive: true, force: true }));

@@ -17,13 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import sharp from 'sharp';
+import type { EvalRecord, StepRecord } from '../src/metrics/index.ts';
 import { barChart, lineChart } from '../src/report/charts.ts';
 import { loadMetrics } from '../src/report/load.ts';
 import { svgToPng } from '../src/report/png.ts';
 import { buildReport, ReportError } from '../src/report/report.ts';
 import { PALETTE } from '../src/report/svg.ts';
 import { lossChart } from '../src/report/training-charts.ts';
-import type { EvalRecord, StepRecord } from '../src/train/metrics.ts';
 import { train } from '../src/train/trainer.ts';
 import { synthRecords, writeRecords } from './fixtures/report/synth.ts';
 

@@ -7,17 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  ConfigError,
-  flagOf,
-  OPTIONS,
-  parseConfig,
-  parseTrainArgs,
-  resolveLr,
-  resolveStem,
-  resolveWarmupEpochs,
-  trainHelp,
-} from '../src/train/index.ts';
+import { parseTrainArgs, trainHelp } from '../src/cli/train-flags.ts';
+import { flagOf, OPTIONS } from '../src/train/config.ts';
+import { ConfigError, parseConfig, resolveLr, resolveStem, resolveWarmupEpochs } from '../src/train/index.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-config-'));
@@ -119,7 +111,7 @@ test('an unknown option is named, with a suggestion and the allowed options', ()
   assert.match(q[1], /^allowed options: model, stem/);
 });
 
-test('flags: values, =, booleans, --no-, launcher flags kept apart', () => {
+test('flags: values, =, booleans, --no-, bare values, launcher flags kept apart', () => {
   const a = parseTrainArgs([
     '--model',
     'resnet18',
@@ -148,25 +140,23 @@ test('flags: values, =, booleans, --no-, launcher flags kept apart', () => {
   assert.equal(a.config.amp, 'bf16');
   assert.equal(a.config.weightDecay, 5e-4);
   assert.deepEqual(a.launch, { nprocPerNode: '2', standalone: true, maxRestarts: '3' });
-  // Workers get the options without the launcher's flags.
-  assert.deepEqual(a.workerArgv, [
-    '--model',
-    'resnet18',
-    '--lr=0.2',
-    '--batch-size',
-    '64',
-    '--channels-last',
-    '--no-pin-memory',
-    '--static-graph',
-    'false',
-    '--amp',
-    'bf16',
-    '--weight-decay',
-    '5e-4',
-  ]);
+  // Workers that `tsddp train --nproc-per-node` starts get its validated config as JSON
+  // (TRAIN_CONFIG_ENV): the base layer, under a config file and flags.
+  const w = parseTrainArgs(['--epochs', '2'], JSON.parse(JSON.stringify(a.config)));
+  assert.deepEqual(w.config, { ...a.config, epochs: 2 });
+  assert.deepEqual(w.launch, {});
   assert.match(
     problems(() => parseTrainArgs(['--epochs']))[0],
     /option --epochs needs a value \(an integer >= 1\)/,
+  );
+  // A bare --dashboard is a free port, a bare --skip-bad-samples 100; values may be negative numbers.
+  const bare = parseTrainArgs(['--dashboard', '--skip-bad-samples']).config;
+  assert.deepEqual([bare.dashboard, bare.skipBadSamples], [0, 100]);
+  assert.match(problems(() => parseTrainArgs(['--lr', '-1']))[0], /invalid value -1 for option lr \(--lr\)/);
+  assert.match(problems(() => parseTrainArgs(['stray']))[0], /unexpected argument 'stray'/);
+  assert.match(
+    problems(() => parseTrainArgs(['--batchSize', '8']))[0],
+    /unknown option --batchSize \(did you mean --batch-size\?\)/,
   );
 });
 

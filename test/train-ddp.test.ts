@@ -10,14 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as t from '../src/index.ts';
+import { readJsonLines, type StepRecord } from '../src/metrics/index.ts';
 import {
   buildDatasets,
   buildScheduler,
   evaluate,
   parseConfig,
   prepareImages,
-  readJsonLines,
-  type StepRecord,
   seedBatchGenerator,
   type TrainConfigInput,
   type TrainResult,

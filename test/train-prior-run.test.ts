@@ -11,7 +11,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { parseConfig, readJsonLines, type TrainConfigInput, train } from '../src/train/index.ts';
+import { readJsonLines } from '../src/metrics/index.ts';
+import { parseConfig, type TrainConfigInput, train } from '../src/train/index.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-prior-run-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -10,12 +10,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import {
-  readJsonLines,
-  type StepRecord,
-  type TrainConfigInput,
-  type TrainResult,
-} from '../src/train/index.ts';
+import { readJsonLines, type StepRecord } from '../src/metrics/index.ts';
+import type { TrainConfigInput, TrainResult } from '../src/train/index.ts';
 import { ROOT } from './workers/train-spawn.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-resume-'));

@@ -17,7 +17,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { readJsonLines, type StepRecord, type TrainConfigInput, train } from '../src/train/index.ts';
+import { readJsonLines, type StepRecord } from '../src/metrics/index.ts';
+import { type TrainConfigInput, train } from '../src/train/index.ts';
 import { encodePng } from './fixtures/data/png.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-'));

@@ -6,7 +6,7 @@ export {
   SafetensorsError,
   type SafetensorsErrorCode,
 } from './errors.ts';
-export { checkpointDirName } from './layout.ts';
+export { checkpointDirName, stepOfDirName } from './layout.ts';
 export {
   type LoadCheckpointOptions,
   type LoadedCheckpoint,

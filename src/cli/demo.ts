@@ -5,8 +5,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { type EvalRecord, readJsonLines } from '../train/metrics.ts';
-import { formatDuration } from '../train/progress.ts';
+import { type EvalRecord, formatDuration, readJsonLines } from '../metrics/index.ts';
 import { trainCommand } from './train.ts';
 
 /**

@@ -1,7 +1,7 @@
 // `tsddp train`: the classic DDP ResNet recipe as a command. As a worker (alone, or under
 // tsrun/torchrun, which set RANK/WORLD_SIZE/...) it trains; given --nproc-per-node outside
 // a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
-// same options, minus the launcher's.
+// config it validated (TRAIN_CONFIG_ENV).
 
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,9 +9,9 @@ import type { Command } from 'commander';
 import { siblingModule } from '../core/module-url.ts';
 // Only the light parts of the recipe are imported up front (argument parsing, help):
 // libtorch loads when training or launching starts, so `tsddp --help` stays quick.
+import { METRICS_FILE_ENV } from '../metrics/index.ts';
 import { ConfigError, type TrainConfig } from '../train/config.ts';
-import { parseTrainArgs, type TrainArgs, trainHelp } from '../train/flags.ts';
-import { METRICS_FILE_ENV } from '../train/metrics.ts';
+import { parseTrainArgs, TRAIN_CONFIG_ENV, type TrainArgs, trainHelp } from './train-flags.ts';
 
 export function registerTrainCommand(program: Command): void {
   program
@@ -30,22 +30,11 @@ function rankLabel(): string {
   return process.env.RANK === undefined ? '' : ` (rank ${process.env.RANK})`;
 }
 
-/** Flags whose value may be left out, and what a bare one means: `--dashboard` a free port. */
-const BARE_DEFAULTS: Record<string, string> = { '--dashboard': '0', '--skip-bad-samples': '100' };
-
-function bareDefaults(argv: string[]): string[] {
-  return argv.map((a, i) =>
-    a in BARE_DEFAULTS && (i + 1 === argv.length || argv[i + 1].startsWith('--'))
-      ? `${a}=${BARE_DEFAULTS[a]}`
-      : a,
-  );
-}
-
 /** Runs `tsddp train <argv>`; resolves with the exit code. */
 export async function trainCommand(argv: string[]): Promise<number> {
   let args: TrainArgs;
   try {
-    args = parseTrainArgs(bareDefaults(argv));
+    args = parseTrainArgs(argv, launchedConfig());
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tsddp train: error: ${e.message}\n(tsddp train --help lists the options)\n`);
@@ -72,6 +61,17 @@ export async function trainCommand(argv: string[]): Promise<number> {
   return runTrain(args.config);
 }
 
+/** The config a launching `tsddp train` gave this worker, if any. */
+function launchedConfig(): Record<string, unknown> {
+  const json = process.env[TRAIN_CONFIG_ENV];
+  if (json === undefined || json === '') return {};
+  try {
+    return JSON.parse(json) as Record<string, unknown>;
+  } catch (e) {
+    throw new ConfigError(`${TRAIN_CONFIG_ENV} is not valid JSON: ${(e as Error).message}`, []);
+  }
+}
+
 async function runTrain(config: TrainConfig): Promise<number> {
   try {
     const { train } = await import('../train/trainer.ts');
@@ -95,9 +95,7 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
   const entry = fileURLToPath(siblingModule('./main.ts', import.meta.url));
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
-    cfg = resolveLaunchConfig(entry, ['train', ...args.workerArgv], args.launch, process.env, () =>
-      cuda.deviceCount(),
-    );
+    cfg = resolveLaunchConfig(entry, ['train'], args.launch, process.env, () => cuda.deviceCount());
   } catch (e) {
     if (!(e instanceof LaunchConfigError)) throw e;
     process.stderr.write(`tsddp train: error: ${e.message}\n`);
@@ -107,11 +105,12 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     const { metricsFile } = args.config;
     cfg.dashboard = { port: args.config.dashboard, metricsFile: metricsFile && resolve(metricsFile) };
   }
-  const code = await launchJob(cfg);
+  // The workers train with the config validated here, not a second parse of the flags.
+  const code = await launchJob(cfg, { [TRAIN_CONFIG_ENV]: JSON.stringify(args.config) });
   // Rank 0 merges the rank files when the run succeeds; after a failure (or a rank 0 that
   // was killed), the launcher merges what the ranks wrote, so the metrics file is there.
   if (args.config.metricsFile !== undefined) {
-    const { mergeRankFiles } = await import('../train/metrics.ts');
+    const { mergeRankFiles } = await import('../metrics/index.ts');
     const file = resolve(args.config.metricsFile);
     const n = mergeRankFiles(file);
     if (code !== 0 && n !== null)
@@ -122,26 +121,12 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
 
 /** One process, no launcher: it serves the dashboard itself. */
 async function trainWithDashboard(config: TrainConfig): Promise<number> {
-  const { DashboardError, defaultMetricsFile, withDashboard } = await import('../dashboard/index.ts');
+  const { defaultMetricsFile, runWithDashboard } = await import('../dashboard/index.ts');
   const metricsFile = resolve(config.metricsFile ?? defaultMetricsFile('local'));
-  try {
-    return await withDashboard(
-      {
-        port: config.dashboard ?? 0,
-        metricsFile,
-        runId: 'local',
-        worldSize: 1,
-        maxRestarts: 0,
-        log: (line) => process.stderr.write(`tsddp train: ${line} (metrics: ${metricsFile})\n`),
-      },
-      (report) => {
-        report.attempt(0);
-        return runTrain({ ...config, metricsFile });
-      },
-    );
-  } catch (e) {
-    if (!(e instanceof DashboardError)) throw e;
-    process.stderr.write(`tsddp train: error: ${e.message}\n`);
-    return 1;
-  }
+  const spec = { port: config.dashboard ?? 0, metricsFile, runId: 'local', worldSize: 1, maxRestarts: 0 };
+  const log = (line: string) => process.stderr.write(`tsddp train: ${line}\n`);
+  return runWithDashboard(spec, log, (report) => {
+    report.attempt(0);
+    return runTrain({ ...config, metricsFile });
+  });
 }

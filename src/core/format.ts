@@ -1,10 +1,20 @@
 // PyTorch-like printing: `tensor([[1., 2.], [3., 4.]], dtype=float64)`.
-import type { Tensor } from './tensor.ts';
+import type { DType, TypedArray } from './dtype.ts';
+
+/** What printing reads of a tensor (a structural type: tensor.ts imports this file). */
+interface Printable {
+  readonly shape: number[];
+  readonly dtype: DType;
+  readonly device: string;
+  readonly requiresGrad: boolean;
+  readonly gradFn: string | null;
+  toTypedArray(): TypedArray;
+}
 
 const EDGE = 3; // items shown at each end of a long dimension
 const SUMMARIZE_OVER = 1000;
 
-export function formatTensor(t: Tensor): string {
+export function formatTensor(t: Printable): string {
   const shape = t.shape;
   const dtype = t.dtype;
   const flat = t.toTypedArray();

@@ -1,16 +1,8 @@
 // The tensor layer in one import, for the other areas of src/ (nn, optim, data, ...):
 // `import * as t from '../core/index.ts'`. Importing src/index.ts from inside src/
-// would create import cycles.
+// would create import cycles. Grad modes and autograd.grad are a layer above
+// (src/autograd, architecture §2): import them from there.
 
-export {
-  enableGrad,
-  enableGradAsync,
-  isGradEnabled,
-  noGrad,
-  noGradAsync,
-  setGradEnabled,
-} from '../autograd/grad-mode.ts';
-export * as autograd from '../autograd/index.ts';
 export { fromBuffer, fromBytes, type TensorOptions, tensor } from './creation.ts';
 export { DTYPES, type DType, type MemoryFormat, type TypedArray } from './dtype.ts';
 export { TorchError } from './errors.ts';

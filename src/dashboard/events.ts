@@ -1,6 +1,6 @@
 // What the dashboard page receives over /events: the workers' metric records (as the
-// trainer writes them, see train/metrics.ts) and the launcher's own events.
-import type { MetricRecord } from '../train/metrics.ts';
+// trainer writes them, see metrics/records.ts) and the launcher's own events.
+import type { MetricRecord } from '../metrics/index.ts';
 
 /** The job, once at the start: what the header shows before the first step. */
 export interface JobEvent {

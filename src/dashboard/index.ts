@@ -10,6 +10,7 @@ export {
   type LauncherEvent,
   type TruncateEvent,
 } from './events.ts';
+export { launchWithDashboard, runWithDashboard } from './launch.ts';
 export {
   DASHBOARD_HOST,
   DashboardError,

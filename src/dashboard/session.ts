@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
-import { METRICS_FILE_ENV } from '../train/metrics.ts';
+import { METRICS_FILE_ENV } from '../metrics/index.ts';
 import { type DashboardEvent, endStatus } from './events.ts';
 import { DashboardError } from './server.ts';
 import type { FromThread, ThreadSpec, ToThread } from './thread.ts';

@@ -1,9 +1,9 @@
 // Follows the workers' metric files (`<metricsFile>.rank<N>`, appended one JSON line per
-// record by train/metrics.ts) by polling: new complete lines become events. A file that
+// record by metrics/files.ts) by polling: new complete lines become events. A file that
 // shrinks or is replaced (a restarted worker without a checkpoint starts it anew) is read
 // again from the start, after a `truncate` event that tells the page to forget that rank.
 import { closeSync, openSync, readSync, type Stats, statSync } from 'node:fs';
-import { type MetricRecord, rankFile } from '../train/metrics.ts';
+import { type MetricRecord, rankFile } from '../metrics/index.ts';
 import type { DashboardEvent } from './events.ts';
 
 interface RankState {

@@ -86,6 +86,7 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   private skipped = 0;
   private readonly skippedLogged = new Set<string>();
   readonly generator: t.Generator | undefined;
+  private readonly seed: number | bigint | undefined;
   /** How many epochs (iterations) have started. */
   epoch = 0;
   /** Worker threads started over the loader's life (persistent workers start once). */
@@ -127,6 +128,7 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     if (opts.seed !== undefined && opts.generator !== undefined) {
       throw new TypeError('DataLoader: pass seed or generator, not both');
     }
+    this.seed = opts.seed;
     this.generator =
       opts.generator ?? (opts.seed !== undefined ? new t.Generator().manualSeed(opts.seed) : undefined);
 
@@ -166,6 +168,21 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
       );
     }
     this.workerInit = opts.workerInit;
+  }
+
+  /**
+   * Makes the next iteration epoch `epoch`, with random draws (the workers' per-sample
+   * streams, a shuffle) that depend only on the loader's `seed` and `epoch`: call it before
+   * each epoch, as DistributedSampler.setEpoch, and a run that resumes at any epoch sees
+   * the batches an uninterrupted run saw. Needs the `seed` option.
+   */
+  setEpoch(epoch: number): void {
+    if (!Number.isSafeInteger(epoch) || epoch < 0)
+      throw new RangeError(`DataLoader.setEpoch(): epoch should be a non-negative integer, got ${epoch}`);
+    if (this.seed === undefined || this.generator === undefined)
+      throw new TypeError('DataLoader.setEpoch() needs a loader created with a seed');
+    this.epoch = epoch;
+    this.generator.manualSeed(BigInt(this.seed) + BigInt(epoch));
   }
 
   /** Batches per epoch. */

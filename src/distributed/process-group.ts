@@ -59,6 +59,7 @@ export class Work implements PromiseLike<void> {
   }
   // biome-ignore lint/suspicious/noThenProperty: a Work is awaitable, like a promise
   then<A = void, B = never>(
+    // biome-ignore lint/suspicious/noConfusingVoidType: the value of the Promise<void> it wraps
     onFulfilled?: ((value: void) => A | PromiseLike<A>) | null,
     onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {

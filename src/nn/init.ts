@@ -2,7 +2,8 @@
 // follows PyTorch's expression order exactly (JS numbers are IEEE doubles like Python
 // floats), and the random draws are libtorch's own uniform_/normal_ kernels on the
 // same generator, so a seeded model initialises bit-for-bit as in PyTorch.
-import * as t from '../core/index.ts';
+import { noGrad } from '../autograd/index.ts';
+import type * as t from '../core/index.ts';
 
 export type Nonlinearity =
   | 'linear'
@@ -86,16 +87,16 @@ function gen(opts: RandomInitOptions): { generator?: t.Generator } {
 
 /** Fills with U(a, b). */
 export function uniform_(tensor: t.Tensor, a = 0, b = 1, opts: RandomInitOptions = {}): t.Tensor {
-  return t.noGrad(() => tensor.uniform_(a, b, gen(opts)));
+  return noGrad(() => tensor.uniform_(a, b, gen(opts)));
 }
 
 /** Fills with N(mean, std²). */
 export function normal_(tensor: t.Tensor, mean = 0, std = 1, opts: RandomInitOptions = {}): t.Tensor {
-  return t.noGrad(() => tensor.normal_(mean, std, gen(opts)));
+  return noGrad(() => tensor.normal_(mean, std, gen(opts)));
 }
 
 export function constant_(tensor: t.Tensor, val: number): t.Tensor {
-  return t.noGrad(() => tensor.fill_(val));
+  return noGrad(() => tensor.fill_(val));
 }
 
 export function ones_(tensor: t.Tensor): t.Tensor {
@@ -103,7 +104,7 @@ export function ones_(tensor: t.Tensor): t.Tensor {
 }
 
 export function zeros_(tensor: t.Tensor): t.Tensor {
-  return t.noGrad(() => tensor.zero_());
+  return noGrad(() => tensor.zero_());
 }
 
 /** Glorot uniform: U(-a, a) with a = gain·sqrt(6 / (fanIn + fanOut)). */

@@ -18,6 +18,7 @@
 //    unregisters anything (it is what a redeclared class field holds).
 //  - Plain tensors on properties that are not registered are ordinary attributes, not
 //    state, as in PyTorch.
+import { noGrad } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
 import { isParameter, Parameter } from './parameter.ts';
 
@@ -360,7 +361,7 @@ export class Module {
       t.tidy(() => {
         const target = targetOptions(x, opts);
         if (target === null) return;
-        t.noGrad(() => {
+        noGrad(() => {
           t.ops.call('aten::set_data', x, x.to(target));
           const g = x.grad;
           const gradTarget = g === null ? null : targetOptions(g, opts);
@@ -486,7 +487,7 @@ export class Module {
         mismatched,
       );
     }
-    t.noGrad(() => {
+    noGrad(() => {
       t.tidy(() => {
         for (const [param, input] of copies) {
           if (param.ndim === 0 && input.ndim === 1) param.copy_(input.reshape([]));

@@ -2,6 +2,7 @@
 // norms with _foreach_norm, their norm as the total, then one _foreach_mul_ by the clip
 // coefficient clamped to 1 (so gradients under the limit are multiplied by exactly 1).
 
+import { noGrad } from '../autograd/index.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
@@ -26,7 +27,7 @@ function gradsOf(params: Tensor | Tensor[]): Tensor[] {
  * torch.nn.utils.get_total_norm. A 0-dim tensor; 0 for an empty list.
  */
 export function getTotalNorm(tensors: Tensor[], normType = 2, opts: ClipGradNormOptions = {}): Tensor {
-  return t.noGrad(() =>
+  return noGrad(() =>
     t.tidy(() => {
       if (tensors.length === 0) return t.zeros([]);
       const firstDevice = tensors[0].device;
@@ -49,7 +50,7 @@ export function getTotalNorm(tensors: Tensor[], normType = 2, opts: ClipGradNorm
 
 /** Scales the gradients of `params` in place so that their total norm is `totalNorm` clipped to `maxNorm`. */
 export function clipGradsWithNorm_(params: Tensor | Tensor[], maxNorm: number, totalNorm: Tensor): void {
-  t.noGrad(() =>
+  noGrad(() =>
     t.tidy(() => {
       const grads = gradsOf(params);
       if (grads.length === 0) return;
@@ -76,7 +77,7 @@ export function clipGradNorm_(
   normType = 2,
   opts: ClipGradNormOptions = {},
 ): Tensor {
-  return t.noGrad(() =>
+  return noGrad(() =>
     t.tidy(() => {
       const total = getTotalNorm(gradsOf(params), normType, opts);
       clipGradsWithNorm_(params, maxNorm, total);
@@ -87,7 +88,7 @@ export function clipGradNorm_(
 
 /** Clamps every gradient of `params` to [-clipValue, clipValue] in place, as torch.nn.utils.clip_grad_value_. */
 export function clipGradValue_(params: Tensor | Tensor[], clipValue: number): void {
-  t.noGrad(() =>
+  noGrad(() =>
     t.tidy(() => {
       const grads = gradsOf(params);
       for (const idx of groupIndicesByDeviceAndDtype(grads)) {

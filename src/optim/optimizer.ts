@@ -6,6 +6,8 @@
 // weight_decay, initialLr -> initial_lr, ...). State keys are PyTorch's own
 // (momentum_buffer, step, exp_avg, exp_avg_sq, max_exp_avg_sq). pytorch-names.ts
 // converts whole state dicts both ways for checkpoints.
+
+import { noGrad } from '../autograd/index.ts';
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
@@ -89,7 +91,7 @@ export abstract class Optimizer {
 
   /** Performs one optimization step (no autograd recording, no leaked temporaries). */
   step(): void {
-    t.noGrad(() =>
+    noGrad(() =>
       t.tidy(() => {
         for (const group of this.paramGroups) this.stepGroup(group);
       }),
@@ -110,7 +112,7 @@ export abstract class Optimizer {
    */
   zeroGrad(opts: { setToNone?: boolean } = {}): void {
     const setToNone = opts.setToNone ?? true;
-    t.noGrad(() =>
+    noGrad(() =>
       t.tidy(() => {
         const buckets = new Map<string, Tensor[]>();
         for (const group of this.paramGroups) {
@@ -191,7 +193,7 @@ export abstract class Optimizer {
     // Build everything first so a bad entry leaves the optimizer unchanged.
     const newState = new Map<Tensor, ParamState>();
     try {
-      t.noGrad(() => {
+      noGrad(() => {
         for (const [k, s] of Object.entries(sd.state)) {
           const target = idMap.get(Number(k));
           if (target === undefined) continue;

@@ -1,5 +1,4 @@
 // Bar charts (grouped or stacked) for the reports; the spec is in charts.ts with the line chart's.
-import type { BarChartSpec } from './charts.ts';
 import { formatValue, linearTicks } from './scale.ts';
 import {
   border,
@@ -19,6 +18,16 @@ import {
   topMargin,
   yAxis,
 } from './svg.ts';
+
+export interface BarChartSpec {
+  title: string;
+  yLabel: string;
+  categories: string[];
+  series: Array<{ name: string; values: number[] }>;
+  stacked?: boolean;
+  width?: number;
+  height?: number;
+}
 
 /** Colours dark enough for white text on them. */
 const DARK = new Set(['#0072B2', '#009E73', '#D55E00', '#000000']);

@@ -44,16 +44,6 @@ export interface LineChartSpec {
   markers?: Array<{ x: number; label: string }>;
 }
 
-export interface BarChartSpec {
-  title: string;
-  yLabel: string;
-  categories: string[];
-  series: Array<{ name: string; values: number[] }>;
-  stacked?: boolean;
-  width?: number;
-  height?: number;
-}
-
 /** Series with at most this many points get a dot on each. */
 const DOT_LIMIT = 40;
 
@@ -199,4 +189,4 @@ function xTicks(fr: Frame, xt: Ticks, x: (v: number) => number): string {
   return out.join('');
 }
 
-export { barChart } from './bar.ts';
+export { type BarChartSpec, barChart } from './bar.ts';

@@ -1,4 +1,4 @@
-// Reading a metrics JSONL file (src/train/metrics.ts) for the report, with errors that say
+// Reading a metrics JSONL file (src/metrics/) for the report, with errors that say
 // which file is wrong and how. Numbers a run could not compute (a diverged loss is written
 // by JSON.stringify as null) become NaN, which the charts draw as gaps.
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -11,7 +11,7 @@ import {
   readJsonLines,
   type StepRecord,
   type SummaryRecord,
-} from '../train/metrics.ts';
+} from '../metrics/index.ts';
 
 /** The metrics file cannot be reported on: missing, empty, or not tsddp metrics. */
 export class ReportError extends Error {

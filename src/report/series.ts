@@ -1,7 +1,7 @@
 // Shaping step records into chart series: per rank, mean over ranks, and a light centred
 // moving average for the noisy per-step values (per-batch loss and accuracy swing a lot on
 // small batches; the trend is what a reader wants, and the legend says it is smoothed).
-import type { StepRecord } from '../train/metrics.ts';
+import type { StepRecord } from '../metrics/index.ts';
 
 export type Points = Array<[number, number]>;
 

@@ -1,6 +1,6 @@
 // The summary table of a training report: what a reader checks first (how big, how long,
 // how fast, how good), from the run's summary record when it has one, else from its steps.
-import { formatDuration } from '../train/progress.ts';
+import { formatDuration } from '../metrics/index.ts';
 import type { Metrics } from './load.ts';
 import { byRank, mean, meanByStep } from './series.ts';
 

@@ -107,21 +107,27 @@ export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
 }
 
 /**
- * A DistributedSampler that can start an epoch part-way (resume mid-epoch): it skips the
- * first `skip` indices of this rank's epoch order.
+ * A DistributedSampler that can start an epoch part-way (resume mid-epoch): setEpoch
+ * takes the index in this rank's epoch order to start at.
  */
 export class ResumableSampler implements data.Sampler {
-  skip = 0;
+  private start = 0;
   constructor(readonly inner: data.DistributedSampler) {}
   get length(): number {
-    return Math.max(0, this.inner.length - this.skip);
+    return Math.max(0, this.inner.length - this.start);
   }
-  setEpoch(epoch: number): void {
+  /** DistributedSampler.setEpoch, then skip the first `startIndex` indices of this rank's order. */
+  setEpoch(epoch: number, startIndex = 0): void {
+    if (!Number.isSafeInteger(startIndex) || startIndex < 0)
+      throw new RangeError(
+        `ResumableSampler.setEpoch(): startIndex should be a non-negative integer, got ${startIndex}`,
+      );
     this.inner.setEpoch(epoch);
+    this.start = startIndex;
   }
   *[Symbol.iterator](): Iterator<number> {
     let i = 0;
-    for (const x of this.inner) if (i++ >= this.skip) yield x;
+    for (const x of this.inner) if (i++ >= this.start) yield x;
   }
 }
 
@@ -131,6 +137,18 @@ export interface Loaders {
   val: data.DataLoader;
   /** Micro-batches per epoch on each rank. */
   batchesPerEpoch: number;
+  /** Images per training micro-batch. */
+  batchSize: number;
+}
+
+/**
+ * The training batches of epoch `epoch` from micro-batch `startBatch` on: the same
+ * shuffle and the same per-sample random streams as an uninterrupted run.
+ */
+export function epochBatches(loaders: Loaders, epoch: number, startBatch: number): AsyncIterator<data.Batch> {
+  loaders.sampler.setEpoch(epoch, startBatch * loaders.batchSize);
+  loaders.train.setEpoch(epoch);
+  return loaders.train[Symbol.asyncIterator]();
 }
 
 export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, worldSize: number): Loaders {
@@ -166,7 +184,7 @@ export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, wor
     batchSize: c.evalBatchSize ?? 2 * c.batchSize,
     sampler: new data.DistributedEvalSampler(setup.val, { numReplicas: worldSize, rank }),
   });
-  return { train, sampler, val, batchesPerEpoch };
+  return { train, sampler, val, batchesPerEpoch, batchSize: c.batchSize };
 }
 
 /**

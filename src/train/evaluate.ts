@@ -4,6 +4,7 @@
 // module is called, not the DDP wrapper: ranks may have different batch counts, and
 // DDP's forward would run collectives.
 import { autocast } from '../amp/index.ts';
+import { noGradAsync } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
 import type { DataLoader } from '../data/index.ts';
 import { allReduce, type ProcessGroup } from '../distributed/index.ts';
@@ -41,7 +42,7 @@ export async function evaluate(
   // [loss sum, top-1 hits, top-5 hits, count]: float64 sums are exact for counts.
   const sums = [0, 0, 0, 0];
   try {
-    await t.noGradAsync(async () => {
+    await noGradAsync(async () => {
       for await (using batch of loader) {
         using _ = t.scope();
         let x = opts.prepare(batch.image);

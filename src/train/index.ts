@@ -1,14 +1,22 @@
-// The training recipe (`tsddp train`): config schema, trainer loop, evaluation, metrics.
+// The training recipe (`tsddp train` as a library): the config schema, the Trainer and
+// its parts. The command line's own pieces (flags, --help) live in src/cli.
+
+// The metrics a run writes (the report and dashboard read them).
+export {
+  type EvalRecord,
+  METRICS_FILE_ENV,
+  type MetricRecord,
+  MetricsWriter,
+  type StepRecord,
+} from '../metrics/index.ts';
 export {
   AMP_MODES,
   COMM_HOOKS,
   ConfigError,
   DATASETS,
-  flagOf,
   globalBatch,
   imageSizeOf,
   MODELS,
-  OPTIONS,
   type OptionName,
   parseConfig,
   resolveLr,
@@ -23,27 +31,14 @@ export {
   buildDatasets,
   buildLoaders,
   type DataSetup,
+  epochBatches,
+  type Loaders,
   prepareImages,
   ResumableSampler,
   seedBatchGenerator,
 } from './data.ts';
 export { type EvalResult, type EvaluateOptions, evaluate } from './evaluate.ts';
-export { parseTrainArgs, readConfigFile, type TrainArgs, trainHelp } from './flags.ts';
-export {
-  type EvalRecord,
-  effectiveRecords,
-  METRICS_FILE_ENV,
-  type MetricRecord,
-  MetricsWriter,
-  mergeMetrics,
-  mergeRankFiles,
-  rankFile,
-  rankFilesOf,
-  readJsonLines,
-  type StepRecord,
-} from './metrics.ts';
-export { checkCheckpointFolder, PreflightError } from './preflight.ts';
-export { findPriorRun, guardPriorRun, type PriorRun, PriorRunError } from './prior-run.ts';
-export { formatDuration, Progress, type ProgressInfo } from './progress.ts';
+export { PreflightError } from './preflight.ts';
+export { PriorRunError } from './prior-run.ts';
 export { buildScheduler } from './schedule.ts';
-export { type StepInfo, type TrainHooks, type TrainResult, train } from './trainer.ts';
+export { type StepInfo, Trainer, type TrainHooks, type TrainResult, train } from './trainer.ts';

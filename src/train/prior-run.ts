@@ -8,8 +8,8 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { stepOfDirName } from '../checkpoint/layout.ts';
+import { rankFilesOf } from '../metrics/index.ts';
 import type { TrainConfig } from './config.ts';
-import { rankFilesOf } from './metrics.ts';
 
 /** What an earlier run left where this one would write. */
 export interface PriorRun {

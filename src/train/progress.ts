@@ -2,6 +2,8 @@
 // `logEvery` steps otherwise (logs, CI). Shows epoch, step, images/s across ranks, loss,
 // training accuracy, learning rate and the time left.
 
+import { formatDuration } from '../metrics/index.ts';
+
 export interface ProgressInfo {
   epoch: number;
   epochs: number;
@@ -19,15 +21,6 @@ export interface ProgressOptions {
   /** Rewrite one line (default: whether `out` is a terminal). */
   tty?: boolean;
   logEvery: number;
-}
-
-export function formatDuration(sec: number): string {
-  if (!Number.isFinite(sec) || sec < 0) return '?';
-  const s = Math.round(sec);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return h > 0 ? `${h}:${pad(m)}:${pad(s % 60)}` : `${m}:${pad(s % 60)}`;
 }
 
 const BAR_WIDTH = 24;
@@ -62,15 +55,15 @@ export class Progress {
     this.logEvery = opts.logEvery;
   }
 
-  /** Seconds left, from the mean step time so far. */
-  eta(step: number, totalSteps: number, now = performance.now()): number {
+  /** Seconds left, from the mean step time so far. Times are Date.now() values. */
+  eta(step: number, totalSteps: number, now = Date.now()): number {
     if (this.firstStepAt === null || step <= this.firstStep) return Number.NaN;
     const perStep = (now - this.firstStepAt) / 1000 / (step - this.firstStep);
     return perStep * (totalSteps - step);
   }
 
-  update(p: ProgressInfo): void {
-    const now = performance.now();
+  /** Shows step `p`, which ended at `now` (the trainer reports steps in batches, after they ran). */
+  update(p: ProgressInfo, now = Date.now()): void {
     if (this.firstStepAt === null) {
       // The first step's time is not known here, so rates and the ETA start after it.
       this.firstStepAt = now;

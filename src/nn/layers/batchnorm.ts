@@ -1,4 +1,5 @@
 // BatchNorm2d with PyTorch's running-statistics semantics.
+import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
@@ -70,7 +71,7 @@ export class BatchNorm2d extends Module {
 
   resetRunningStats(): void {
     if (!this.trackRunningStats) return;
-    t.noGrad(() => {
+    noGrad(() => {
       this.runningMean?.zero_();
       this.runningVar?.fill_(1);
       this.numBatchesTracked?.zero_();

@@ -1,11 +1,15 @@
-// `tsddp train` arguments: a JSON or YAML config file (--config) overlaid with flags, the
-// kebab-case forms of the options (--batch-size 64, --amp bf16, --channels-last,
-// --no-pin-memory, --lr=0.2), plus the launcher's own flags (--nproc-per-node,
-// --max-restarts, ...). Everything is validated by the schema in config.ts.
+// `tsddp train` arguments, parsed once by commander: a JSON or YAML config file (--config)
+// overlaid with flags — the kebab-case forms of the options in train/config.ts
+// (--batch-size 64, --amp bf16, --channels-last, --no-pin-memory, --lr=0.2) — plus the
+// launcher's flags (--nproc-per-node, --max-restarts, ...). The options' schema
+// (config.ts) validates the result and names every bad option at once. Workers started by
+// `tsddp train --nproc-per-node` get the validated config through TRAIN_CONFIG_ENV, not
+// the command line again.
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
+import { Command, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import type { RawLaunchOptions } from '../launch/index.ts';
+import type { RawLaunchOptions } from '../launch/options.ts';
 import {
   allowedOptionsLine,
   ConfigError,
@@ -17,7 +21,10 @@ import {
   parseConfig,
   type TrainConfig,
   unknownOptionMessage,
-} from './config.ts';
+} from '../train/config.ts';
+
+/** The validated config (JSON) that `tsddp train --nproc-per-node` gives its workers. */
+export const TRAIN_CONFIG_ENV = 'TSDDP_TRAIN_CONFIG';
 
 /**
  * The launcher's flags (torchrun's: --nproc-per-node, --max-restarts, ...), kept as the
@@ -42,25 +49,19 @@ const LAUNCH_KINDS = {
 } satisfies Record<keyof RawLaunchOptions, OptionKind>;
 const LAUNCH_NAMES = Object.keys(LAUNCH_KINDS);
 
+/** Options whose value may be left out, and what a bare flag means: `--dashboard` a free port. */
+const BARE_VALUES: Record<string, string> = { dashboard: '0', skipBadSamples: '100' };
+
 export interface TrainArgs {
   config: TrainConfig;
   /** Launcher flags given (as text); with nprocPerNode, `tsddp train` starts the workers. */
   launch: RawLaunchOptions;
-  /** The arguments without the launcher's flags: what launched workers get. */
-  workerArgv: string[];
   help: boolean;
   configFile?: string;
 }
 
 function camel(flag: string): string {
   return flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-}
-
-function kindOf(name: string): OptionKind | undefined {
-  return (
-    (OPTIONS as Record<string, { kind: OptionKind }>)[name]?.kind ??
-    (LAUNCH_KINDS as Record<string, OptionKind>)[name]
-  );
 }
 
 /** A flag's text as the value the schema checks; text that is not a number stays text, so the message shows it. */
@@ -76,11 +77,40 @@ function coerce(kind: OptionKind, text: string): unknown {
   return text;
 }
 
+/**
+ * The commander command for the flags. Every value is optional to commander, so a flag
+ * given without one reaches the checks below (`true`), which name it with what it allows.
+ */
+function flagsCommand(): Command {
+  const cmd = new Command('train')
+    .exitOverride()
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {} })
+    .option('-h, --help')
+    .option('--config [file]');
+  const kinds: [string, OptionKind][] = [
+    ...Object.entries(OPTIONS).map(([name, spec]) => [name, spec.kind] as [string, OptionKind]),
+    ...(Object.entries(LAUNCH_KINDS) as [string, OptionKind][]),
+  ];
+  for (const [name, kind] of kinds) {
+    const flag = flagOf(name);
+    const option = new Option(`${flag} [${kind === 'bool' ? 'bool' : 'value'}]`).argParser((text) =>
+      coerce(kind, text),
+    );
+    if (name in BARE_VALUES) option.preset(BARE_VALUES[name]);
+    cmd.addOption(option);
+    if (kind === 'bool') cmd.addOption(new Option(`--no-${flag.slice(2)}`));
+  }
+  return cmd;
+}
+
 function fileError(message: string): ConfigError {
   return new ConfigError(message, [message]);
 }
 
-/** Reads a config file: JSON (YAML would need a parser this installation does not include). */
+/** Reads a config file: JSON, or YAML (.yaml, .yml). */
 export function readConfigFile(path: string): Record<string, unknown> {
   const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase());
   let text: string;
@@ -121,73 +151,53 @@ function takeLaunch(raw: Record<string, unknown>, problems: string[], source: st
   return out as RawLaunchOptions;
 }
 
-/** Parses `tsddp train` arguments (without the `train` word). */
-export function parseTrainArgs(argv: readonly string[]): TrainArgs {
-  const fromFlags: Record<string, unknown> = {};
+/** What commander left over: unknown flags (with their values) and stray words. */
+function leftoverProblems(args: readonly string[]): { problems: string[]; unknown: boolean } {
   const problems: string[] = [];
-  let configFile: string | undefined;
-  let help = false;
   let unknown = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '-h' || arg === '--help') {
-      help = true;
-      continue;
-    }
-    if (!arg.startsWith('--')) {
-      problems.push(`unexpected argument '${arg}' (options are given as --name value)`);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    let value: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1);
-    if (flag === 'config') {
-      configFile = value ?? argv[++i];
-      if (configFile === undefined) problems.push('option --config needs a file path');
-      continue;
-    }
-    let name = camel(flag);
-    let negated = false;
-    if (kindOf(name) === undefined && flag.startsWith('no-') && kindOf(camel(flag.slice(3))) === 'bool') {
-      name = camel(flag.slice(3));
-      negated = true;
-    }
-    const kind = kindOf(name);
-    if (kind === undefined || flag !== flag.toLowerCase()) {
-      problems.push(unknownOptionMessage(camel(flag), true, LAUNCH_NAMES));
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg.startsWith('-')) {
+      const typed = arg.split('=')[0];
+      const message = unknownOptionMessage(camel(typed.replace(/^-+/, '')), true, LAUNCH_NAMES);
+      problems.push(message.replace(/^unknown option \S+/, `unknown option ${typed}`));
       unknown = true;
-      if (value === undefined && i + 1 < argv.length && !argv[i + 1].startsWith('--')) i++;
-      continue;
-    }
-    if (kind === 'bool') {
-      if (negated) {
-        if (value !== undefined) problems.push(`option --no-${flagOf(name).slice(2)} takes no value`);
-        fromFlags[name] = false;
-        continue;
-      }
-      if (value === undefined && /^(true|false)$/.test(argv[i + 1] ?? '')) value = argv[++i];
-      fromFlags[name] = value === undefined ? true : coerce(kind, value);
-      continue;
-    }
-    if (value === undefined) {
-      value = argv[i + 1];
-      if (value === undefined || (value.startsWith('--') && value.length > 2)) {
-        const spec = (OPTIONS as Record<string, { allowed: string } | undefined>)[name];
-        problems.push(`option ${flagOf(name)} needs a value${spec ? ` (${spec.allowed})` : ''}`);
-        continue;
-      }
-      i++;
-    }
-    fromFlags[name] = coerce(kind, value);
+      // Its value, if it has one, is not a stray word.
+      if (!arg.includes('=') && i + 1 < args.length && !args[i + 1].startsWith('-')) i++;
+    } else problems.push(`unexpected argument '${arg}' (options are given as --name value)`);
   }
-  const fromFile = configFile !== undefined ? readConfigFile(configFile) : {};
+  return { problems, unknown };
+}
+
+/**
+ * Parses `tsddp train` arguments (without the `train` word). `base` is a config layer
+ * below the config file and the flags: what a launching `tsddp train` passed its workers.
+ */
+export function parseTrainArgs(argv: readonly string[], base: Record<string, unknown> = {}): TrainArgs {
+  const cmd = flagsCommand();
+  cmd.parse([...argv], { from: 'user' });
+  const { help, config: configFlag, ...flags } = cmd.opts() as Record<string, unknown>;
+  const { problems, unknown } = leftoverProblems(cmd.args);
+  // A flag given without a value (commander gives `true`): only switches may.
+  for (const [name, value] of Object.entries(flags)) {
+    const kind =
+      (OPTIONS as Record<string, { kind: OptionKind }>)[name]?.kind ??
+      (LAUNCH_KINDS as Record<string, OptionKind>)[name];
+    if (value !== true || kind === 'bool') continue;
+    const spec = (OPTIONS as Record<string, { allowed: string } | undefined>)[name];
+    problems.push(`option ${flagOf(name)} needs a value${spec ? ` (${spec.allowed})` : ''}`);
+    delete flags[name];
+  }
+  if (configFlag === true) problems.push('option --config needs a file path');
+  const configFile = typeof configFlag === 'string' ? configFlag : undefined;
+  const fromFile = { ...base, ...(configFile !== undefined ? readConfigFile(configFile) : {}) };
   const launch = {
     ...takeLaunch(fromFile, problems, 'the config file'),
-    ...takeLaunch(fromFlags, problems, 'the flags'),
+    ...takeLaunch(flags, problems, 'the flags'),
   };
-  const input = { ...fromFile, ...fromFlags };
+  const input = { ...fromFile, ...flags };
   const source = configFile !== undefined ? `options (config file ${configFile} and flags)` : 'options';
-  if (help) return { config: parseConfig({}), launch, workerArgv: [], help, configFile };
+  if (help === true) return { config: parseConfig({}), launch, help: true, configFile };
   if (problems.length > 0) {
     // Report the flags' problems and the values' together.
     const all = [...problems, ...configProblems(input)];
@@ -195,24 +205,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       all.push(allowedOptionsLine(true, LAUNCH_NAMES));
     failWith(all, source);
   }
-  const config = parseConfig(input, source);
-  // What launched workers get: everything but the launcher's flags.
-  const workerArgv: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const name = arg.startsWith('--') ? camel(arg.slice(2).split('=')[0]) : '';
-    const kind = (LAUNCH_KINDS as Record<string, OptionKind>)[
-      name.replace(/^no([A-Z])/, (_, c: string) => c.toLowerCase())
-    ];
-    if (kind === undefined) {
-      workerArgv.push(arg);
-      continue;
-    }
-    const takesNext =
-      !arg.includes('=') && (kind !== 'bool' ? true : /^(true|false)$/.test(argv[i + 1] ?? ''));
-    if (takesNext) i++;
-  }
-  return { config, launch, workerArgv, help, configFile };
+  return { config: parseConfig(input, source), launch, help: false, configFile };
 }
 
 /** --help text: every option, its flag, allowed values, default and meaning. */

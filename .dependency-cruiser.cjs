@@ -1,0 +1,75 @@
+// The import rules of src/ (docs/architecture.md §2): no cycles, and dependencies that
+// point down the layers. `npm run lint:deps` checks them; `npm test` runs it first.
+const LIBRARY = '^src/(core|autograd|nn|optim|amp|data|checkpoint|distributed|models)/';
+const APPLICATION = '^src/(launch|train|metrics|report|dashboard|benchmark|cli)/';
+
+/** `from` may not import `to`. */
+const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
+
+module.exports = {
+  forbidden: [
+    forbid(
+      'no-cycles',
+      'An import cycle: the modules cannot be read (or loaded) one after the other.',
+      {},
+      {
+        circular: true,
+      },
+    ),
+    forbid(
+      'core-is-the-bottom',
+      'src/core (tensors, dtypes, ops, the addon) imports nothing else of tsddp.',
+      { path: '^src/core/' },
+      { path: '^src/(?!core/)' },
+    ),
+    forbid(
+      'autograd-over-core-only',
+      'src/autograd builds on the tensor layer alone.',
+      { path: '^src/autograd/' },
+      { path: '^src/(?!core/|autograd/)' },
+    ),
+    forbid(
+      'library-below-application',
+      'The library layers (core .. models) know nothing of the launcher, the recipe, views or the CLI.',
+      { path: LIBRARY },
+      { path: APPLICATION },
+    ),
+    forbid(
+      'metrics-is-a-leaf',
+      'src/metrics (the record schema, files, formatting) imports nothing of tsddp: train, report and dashboard share it.',
+      { path: '^src/metrics/' },
+      { path: '^src/(?!metrics/)' },
+    ),
+    forbid(
+      'launcher-knows-no-ui',
+      'The launcher (like torchrun) knows nothing of the recipe, the dashboard, the report or the CLI; the CLI composes them.',
+      { path: '^src/launch/' },
+      { path: '^src/(train|dashboard|report|benchmark|cli)/' },
+    ),
+    forbid(
+      'views-do-not-know-the-trainer',
+      'The report and the dashboard read metrics (src/metrics), not the trainer.',
+      { path: '^src/(report|dashboard)/' },
+      { path: '^src/(train|cli|benchmark)/' },
+    ),
+    forbid(
+      'cli-is-the-top',
+      'Only the CLI imports the CLI.',
+      { path: '^src/(?!cli/)' },
+      { path: '^src/cli/' },
+    ),
+    forbid(
+      'src-is-shipped',
+      'src/ is the published package: it cannot import tests, benchmarks or scripts (but scripts/lib, shipped with it).',
+      { path: '^src/' },
+      { path: '^(test|bench|examples)/|^scripts/(?!lib/)' },
+    ),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/dashboard/public/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs'] },
+  },
+};

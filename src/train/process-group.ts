@@ -1,0 +1,63 @@
+// Where this process sits in the run: the process group of a launched run (tsrun/torchrun
+// set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; distributed/env.ts reads them), the one
+// the caller already initialized, or none (one process alone). Architecture §5, §9.
+import * as dist from '../distributed/index.ts';
+import { announceStoreWait } from '../distributed/store-probe.ts';
+import type { TrainConfig } from './config.ts';
+
+export interface RunPlacement {
+  group: dist.ProcessGroup | null;
+  rank: number;
+  worldSize: number;
+  localRank: number;
+  /** TORCHELASTIC_RESTART_COUNT: how often the launcher restarted the gang. */
+  restartCount: number;
+  /** Whether this placement created the group (and so destroys it at the end). */
+  created: boolean;
+}
+
+/**
+ * How long a peer may be silent: --timeout, else 5 minutes when every rank is on this
+ * node (a stopped or stuck peer is a local fault, no reason to wait PyTorch's half hour)
+ * and 30 minutes across nodes, where a slow node or file system is more likely.
+ */
+export function timeoutSeconds(
+  c: Pick<TrainConfig, 'timeout'>,
+  env: { worldSize: number; localWorldSize: number },
+): number {
+  return c.timeout ?? (env.localWorldSize === env.worldSize ? 300 : 1800);
+}
+
+function launched(env: NodeJS.ProcessEnv): boolean {
+  return env.RANK !== undefined || env.WORLD_SIZE !== undefined;
+}
+
+/** Joins the run's process group (or takes the initialized one, or none). */
+export async function joinProcessGroup(
+  c: TrainConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunPlacement> {
+  const denv = launched(env) ? dist.readDistEnv(env) : null;
+  const restartCount = denv?.restartCount ?? 0;
+  if (dist.isInitialized()) {
+    const g = dist.getDefaultGroup();
+    const localRank = denv?.localRank ?? g.rank;
+    return { group: g, rank: g.rank, worldSize: g.size, localRank, restartCount, created: false };
+  }
+  if (denv === null) {
+    return { group: null, rank: 0, worldSize: 1, localRank: 0, restartCount, created: false };
+  }
+  const timeoutS = timeoutSeconds(c, denv);
+  // A client of the store (every rank but a serving rank 0) says at once when nothing is there.
+  if (denv.rank !== 0 || denv.agentStore)
+    await announceStoreWait(denv.masterAddr, denv.masterPort, denv.rank, timeoutS);
+  const g = dist.initProcessGroup({ backend: c.backend, timeoutMs: timeoutS * 1000 });
+  return {
+    group: g,
+    rank: g.rank,
+    worldSize: g.size,
+    localRank: denv.localRank,
+    restartCount,
+    created: true,
+  };
+}

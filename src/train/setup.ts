@@ -1,0 +1,159 @@
+// Setting a training run up on one rank (architecture §9): everything the Trainer needs,
+// built in the order the seed's recipe builds it, with the pre-flight checks in between.
+import { GradScaler } from '../amp/index.ts';
+import * as t from '../core/index.ts';
+import * as dist from '../distributed/index.ts';
+import { METRICS_FILE_ENV } from '../metrics/index.ts';
+import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
+import type { Module } from '../nn/index.ts';
+import { type lrScheduler, SGD } from '../optim/index.ts';
+import { parseConfig, resolveLr, resolveStem, type TrainConfig, type TrainConfigInput } from './config.ts';
+import { buildDatasets, buildLoaders, type DataSetup, type Loaders } from './data.ts';
+import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
+import { guardPriorRun } from './prior-run.ts';
+import { joinProcessGroup, type RunPlacement } from './process-group.ts';
+import { findResume, loadResume, type ResumePoint } from './resume.ts';
+import { buildScheduler } from './schedule.ts';
+import type { TrainHooks } from './types.ts';
+
+/** Where the math runs: the device, and the autocast dtype (null: full precision). */
+export interface Placement {
+  device: string;
+  deviceType: 'cpu' | 'cuda';
+  ampDtype: 'bfloat16' | 'float16' | null;
+}
+
+/** What setupRun() builds: everything a Trainer runs. */
+export interface RunParts {
+  config: TrainConfig;
+  hooks: TrainHooks;
+  pg: RunPlacement;
+  on: Placement;
+  setup: DataSetup;
+  model: Module;
+  optimizer: SGD;
+  scheduler: lrScheduler.LRScheduler;
+  scaler: GradScaler | null;
+  loaders: Loaders;
+  ddp: dist.DistributedDataParallel | null;
+  resume: (ResumePoint & { dir: string }) | null;
+  /** performance.now() when the run started. */
+  started: number;
+}
+
+const RESNETS = { resnet18, resnet34, resnet50, resnet101, resnet152 };
+
+const now = () => performance.now();
+
+/**
+ * Sets the run up on this rank: process group, pre-flight checks (compared across ranks),
+ * datasets and loaders, model, optimizer, schedule, scaler, the resumed checkpoint, DDP.
+ * On failure, what it started (loader workers, the process group) is stopped.
+ */
+export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: TrainHooks): Promise<RunParts> {
+  const started = now();
+  const parsed = parseConfig(input);
+  // Under a launcher serving the dashboard, metrics go where it reads them.
+  const envMetrics = process.env[METRICS_FILE_ENV];
+  const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
+  const pg = await joinProcessGroup(c);
+  let loaders: Loaders | null = null;
+  try {
+    const useCuda = t.cuda.isAvailable();
+    const on: Placement = {
+      device: useCuda ? `cuda:${pg.localRank}` : 'cpu',
+      deviceType: useCuda ? 'cuda' : 'cpu',
+      ampDtype: c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null,
+    };
+    const lr = resolveLr(c, pg.worldSize);
+    // Everything that can fail before the first step, checked on every rank and compared
+    // across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
+    const { setup, model, optimizer } = await preflight(c, pg.group, pg.restartCount, async () => {
+      guardPriorRun(c, { restarting: pg.restartCount > 0, rank: pg.rank });
+      const setup = await buildDatasets(c);
+      const model = buildModel(c, hooks, setup.numClasses, on);
+      const optimizer = new SGD(model.parameters(), {
+        lr,
+        momentum: c.momentum,
+        nesterov: c.nesterov,
+        weightDecay: c.weightDecay,
+      });
+      if (c.checkpointDir !== undefined)
+        checkCheckpointFolder(c.checkpointDir, 2 * checkpointBytes(model, c));
+      return { setup, model, optimizer };
+    });
+    loaders = buildLoaders(c, setup, pg.rank, pg.worldSize);
+    const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / c.gradAccum);
+    const scheduler = buildScheduler(optimizer, c, stepsPerEpoch, lr);
+    const scaler = c.amp === 'fp16' ? new GradScaler({ device: on.deviceType }) : null;
+    const resumeDir = await findResume(c, pg);
+    const resume =
+      resumeDir === null
+        ? null
+        : {
+            dir: resumeDir,
+            ...(await loadResume(
+              resumeDir,
+              { model, optimizer, scheduler, scaler: scaler ?? undefined },
+              c,
+              pg.worldSize,
+            )),
+          };
+    const ddp =
+      pg.group === null
+        ? null
+        : new dist.DistributedDataParallel(model, {
+            deviceIds: on.deviceType === 'cuda' ? [pg.localRank] : undefined,
+            bucketCapMb: c.bucketCapMb,
+            gradientAsBucketView: c.gradientAsBucketView,
+            staticGraph: c.staticGraph,
+            findUnusedParameters: c.findUnusedParameters,
+            commHook: c.commHook === 'none' ? undefined : c.commHook,
+            processGroup: pg.group,
+          });
+    const parts: RunParts = {
+      config: c,
+      hooks,
+      pg,
+      on,
+      setup,
+      model,
+      optimizer,
+      scheduler,
+      scaler,
+      loaders,
+      ddp,
+      resume,
+      started,
+    };
+    return parts;
+  } catch (e) {
+    await loaders?.train.close();
+    await loaders?.val.close();
+    if (pg.created && dist.isInitialized()) dist.destroyProcessGroup();
+    throw e;
+  }
+}
+
+/** The config's ResNet (or the hook's model), seeded the same on every rank, on the device. */
+function buildModel(c: TrainConfig, hooks: TrainHooks, numClasses: number, on: Placement): Module {
+  // The same seed on every rank (DDP also broadcasts rank 0's parameters).
+  t.manualSeed(c.seed);
+  const model =
+    hooks.model?.(numClasses) ??
+    RESNETS[c.model]({
+      numClasses,
+      stem: resolveStem(c),
+      widthMultiplier: c.widthMultiplier,
+      zeroInitResidual: c.zeroInitResidual,
+    });
+  if (on.deviceType === 'cuda') model.to(on.device);
+  if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
+  return model;
+}
+
+/** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum). */
+function checkpointBytes(model: Module, c: TrainConfig): number {
+  const params = tensorBytes(model.parameters());
+  return params + tensorBytes(model.buffers()) + (c.momentum > 0 ? params : 0);
+}
