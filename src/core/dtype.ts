@@ -38,7 +38,7 @@ const CODES: Record<DType, number> = {
   bfloat16: 15,
 };
 
-// Aliases PyTorch users type.
+// Aliases PyTorch users type (torch.float, torch.double, torch.half, torch.long, ...).
 const ALIASES: Record<string, DType> = {
   float: 'float32',
   double: 'float64',
@@ -46,8 +46,29 @@ const ALIASES: Record<string, DType> = {
   long: 'int64',
   int: 'int32',
   short: 'int16',
+  char: 'int8',
   byte: 'uint8',
 };
+
+/**
+ * The dtype a name means: a DType, or one of PyTorch's aliases (float, double, half,
+ * long, int, short, char, byte). Undefined for anything else (a device name, say). The
+ * one table every module uses to read a dtype given as text.
+ */
+export function dtypeFromName(name: string): DType | undefined {
+  if ((DTYPES as readonly string[]).includes(name)) return name as DType;
+  return ALIASES[name];
+}
+
+/** dtypeFromName, or a TypeError naming the value and `what` took it. */
+export function toDType(name: string, what = 'dtype'): DType {
+  const d = dtypeFromName(name);
+  if (d === undefined)
+    throw new TypeError(
+      `${what}: unknown dtype '${name}'; expected one of ${DTYPES.join(', ')} or ${Object.keys(ALIASES).join(', ')}`,
+    );
+  return d;
+}
 
 const BY_CODE: (DType | undefined)[] = [];
 for (const [name, code] of Object.entries(CODES)) BY_CODE[code] = name as DType;
