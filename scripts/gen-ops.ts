@@ -22,7 +22,7 @@ const isLayout = (a: OpArgSchema) => baseType(a) === 'Layout';
 
 function tsType(a: OpArgSchema): string {
   let t: string;
-  if (isDType(a)) t = 'DType';
+  if (isDType(a)) t = 'DTypeName';
   else if (isMemoryFormat(a)) t = 'MemoryFormat';
   else if (isLayout(a)) t = 'number';
   else {
@@ -181,26 +181,50 @@ function compareKeys(a: number[], b: number[]): number {
   return 0;
 }
 
-const groupKeywords = (group: OpSchema[]) => new Set(group.flatMap((s) => keywords(s).map((a) => a.name)));
-
 const qualified: string[] = [];
 const opIndex = (s: OpSchema) => {
   qualified.push(`${s.name}${s.overload ? `.${s.overload}` : ''}`);
   return qualified.length - 1;
 };
 
-function paramList(s: OpSchema, skipSelf: boolean): string {
-  const pos = positional(s).slice(skipSelf ? 1 : 0);
-  // a parameter may be marked optional only when all after it are too
-  let lastRequired = -1;
+/** Index of the last positional parameter without a default (-1 if none). */
+function lastRequired(pos: OpArgSchema[]): number {
+  let last = -1;
   pos.forEach((a, i) => {
-    if (!a.hasDefault) lastRequired = i;
+    if (!a.hasDefault) last = i;
   });
-  const parts = pos.map((a, i) => `${camel(a.name)}${i > lastRequired ? '?' : ''}: ${tsType(a)}`);
-  const kw = keywords(s).map((a) => `${camel(a.name)}?: ${tsType(a)}`);
+  return last;
+}
+
+/**
+ * Parameter lists for the declarations of one overload: its positional parameters up
+ * to each cut from the last required one on, then an options object holding the rest
+ * by name and the keyword-only ones. Python lets any parameter be named, so
+ * `sort(x, descending=True)` is `sort(x, { descending: true })` and
+ * `linalg.vector_norm(A, 2, dtype=torch.float64)` is
+ * `linalgVectorNorm(A, 2, { dtype: 'float64' })`.
+ */
+function paramLists(s: OpSchema, skipSelf: boolean): string[] {
+  const pos = positional(s).slice(skipSelf ? 1 : 0);
+  const last = lastRequired(pos);
+  const entry = (a: OpArgSchema) => `${camel(a.name)}?: ${tsType(a)}`;
+  const kw = keywords(s).map(entry);
   if (isFactory(s)) kw.push('requiresGrad?: boolean');
-  if (kw.length) parts.push(`opts?: { ${kw.join('; ')} }`);
-  return parts.join(', ');
+  const withOpts = (parts: string[], names: string[]) =>
+    (names.length ? [...parts, `opts?: { ${names.join('; ')} }`] : parts).join(', ');
+  const full = pos.map((a, i) => `${camel(a.name)}${i > last ? '?' : ''}: ${tsType(a)}`);
+  const lists = [withOpts(full, kw)];
+  for (let cut = pos.length - 1; cut > last; cut--) {
+    lists.push(withOpts(full.slice(0, cut), [...pos.slice(cut).map(entry), ...kw]));
+  }
+  return lists;
+}
+
+/** Names an options object may hold for an overload, in schema order (self first). */
+function optionNames(s: OpSchema): string[] {
+  const names = s.args.map((a) => camel(a.name));
+  if (isFactory(s)) names.push('requiresGrad');
+  return names;
 }
 
 const lines: string[] = [];
@@ -218,45 +242,82 @@ for (const base of [...new Set(OPS)]) {
   const fn = RENAMED_FUNCTIONS[base] ?? camel(base);
   exported.push(fn);
   const single = overloads.length === 1;
+  const firstLine = lines.length;
   for (const s of overloads) {
-    lines.push(`/** \`${s.schema}\` */`);
-    lines.push(`export function ${fn}(${paramList(s, false)}): ${returnType(s)};`);
+    for (const params of paramLists(s, false)) {
+      lines.push(`/** \`${s.schema}\` */`);
+      lines.push(`export function ${fn}(${params}): ${returnType(s)};`);
+    }
   }
   lines.push(`export function ${fn}(...a: any[]): any {`);
-  const anyKw = overloads.some((s) => keywords(s).length > 0);
-  lines.push(anyKw ? '  const n = positionalCount(a);' : '  const n = a.length;');
+  // A trailing plain object holds options: the keyword-only arguments, and any
+  // positional parameter not given positionally, by its camelCase name (as Python
+  // lets any parameter be named). Without anything to name, every argument is positional.
+  const usesOpts = overloads.some(
+    (s) => keywords(s).length > 0 || positional(s).some((p, i) => i > 0 && p.hasDefault),
+  );
+  if (usesOpts) {
+    const fewest = Math.min(...overloads.map((s) => positional(s).filter((p) => !p.hasDefault).length));
+    const all = [...new Set(overloads.flatMap(optionNames))].map((x) => `'${x}'`).join(', ');
+    lines.splice(firstLine, 0, `const ${fn}Params = [${all}];`);
+    lines.push(
+      fewest ? `  const n = positionalCount(a, ${fewest}, ${fn}Params);` : '  const n = positionalCount(a);',
+    );
+    lines.push('  const o = a[n];');
+  } else {
+    lines.push('  const n = a.length;');
+  }
   for (const s of overloads) {
     const idx = opIndex(s);
     const pos = positional(s);
     const kw = keywords(s);
     const required = pos.filter((p) => !p.hasDefault).length;
-    const args = pos.map((_, i) => `a[${i}]`);
+    const nameable = (p: OpArgSchema) => usesOpts && p.name !== 'self';
+    const value = (p: OpArgSchema, i: number) =>
+      nameable(p) ? `(n > ${i} ? a[${i}] : o?.${camel(p.name)})` : `a[${i}]`;
+    const args = pos.map(value);
     const converted = pos.map((p, i) => convert(p, args[i], qualified[idx]));
-    if (kw.length) {
-      for (const k of kw) converted.push(convert(k, `a[n]?.${camel(k.name)}`, qualified[idx]));
-    }
+    for (const k of kw) converted.push(convert(k, `o?.${camel(k.name)}`, qualified[idx]));
     const call = `N.call(op(${idx})${converted.length ? `, ${converted.join(', ')}` : ''})`;
-    const body = isFactory(s) ? `return rg(wrap(${call} as number), a[n]);` : returnExpr(s, call, args);
+    const body = isFactory(s) ? `return rg(wrap(${call} as number), o);` : returnExpr(s, call, args);
+    const names = `[${optionNames(s)
+      .map((x) => `'${x}'`)
+      .join(', ')}]`;
     if (single) {
-      lines.push(`  if (n > ${pos.length}) throw noOverload('${fn}', a);`);
+      const bad = [`n > ${pos.length}`];
+      if (usesOpts) bad.push(`(o !== undefined && !optionsFit(o, ${names}, n))`);
+      lines.push(
+        `  if (${bad.join(' || ')}) throw noOverload('${fn}', a${usesOpts ? `, ${fn}Params` : ''});`,
+      );
       lines.push(`  ${body.replace(/\n {4}/g, '\n  ')}`);
     } else {
-      const conds = [`n >= ${required}`, `n <= ${pos.length}`];
-      if (!kw.length && anyKw) conds.push('n === a.length');
-      for (const [i, p] of pos.entries()) conds.push(predicate(p, `a[${i}]`));
+      const conds = [`n <= ${pos.length}`];
+      if (!usesOpts) conds.unshift(`n >= ${required}`);
+      for (const [i, p] of pos.entries()) {
+        if (!usesOpts) conds.push(predicate(p, `a[${i}]`));
+        else if (nameable(p))
+          // given positionally: as before; by name: required unless it has a default
+          conds.push(
+            `(n > ${i} ? ${predicate(p, `a[${i}]`)} : ${predicate(p, `o?.${camel(p.name)}`, p.hasDefault)})`,
+          );
+        else
+          conds.push(
+            p.hasDefault
+              ? `(n <= ${i} || ${predicate(p, `a[${i}]`)})`
+              : `n > ${i} && ${predicate(p, `a[${i}]`)}`,
+          );
+      }
       // Keyword-only arguments tell overloads apart too (rand vs rand.generator, a
       // Tensor or float `lr` in the fused optimizers): a required one must be given, and
-      // one that only other overloads take must be absent.
-      for (const k of kw) conds.push(predicate(k, `a[n]?.${camel(k.name)}`, k.hasDefault));
-      for (const name of groupKeywords(overloads)) {
-        if (!kw.some((k) => k.name === name)) conds.push(`a[n]?.${camel(name)} === undefined`);
-      }
+      // the options may name only this overload's parameters.
+      for (const k of kw) conds.push(predicate(k, `o?.${camel(k.name)}`, k.hasDefault));
+      if (usesOpts) conds.push(`(o === undefined || optionsFit(o, ${names}, n))`);
       lines.push(`  if (${conds.join(' && ')}) {`);
       lines.push(`    ${body}`);
       lines.push('  }');
     }
   }
-  if (!single) lines.push(`  throw noOverload('${fn}', a);`);
+  if (!single) lines.push(`  throw noOverload('${fn}', a${usesOpts ? `, ${fn}Params` : ''});`);
   lines.push('}', '');
 
   // Tensor methods: the overloads whose first argument is `self: Tensor`.
@@ -266,8 +327,10 @@ for (const base of [...new Set(OPS)]) {
   if (NO_METHOD.has(base) || methodOverloads.length === 0) continue;
   const m = camel(base);
   for (const s of methodOverloads) {
-    methodDecls.push(`    /** \`${s.schema}\` */`);
-    methodDecls.push(`    ${m}(${paramList(s, true)}): ${returnType(s)};`);
+    for (const params of paramLists(s, true)) {
+      methodDecls.push(`    /** \`${s.schema}\` */`);
+      methodDecls.push(`    ${m}(${params}): ${returnType(s)};`);
+    }
     if (VARARGS_METHODS.has(base) && positional(s)[1]?.kind === 'int[]') {
       methodDecls.push(`    ${m}(...${camel(positional(s)[1].name)}: number[]): ${returnType(s)};`);
     }
@@ -281,7 +344,7 @@ for (const base of [...new Set(OPS)]) {
 const header = `// GENERATED by scripts/gen-ops.ts from the schemas of libtorch ${native.buildInfo().torchVersion}. Do not edit.
 // Regenerate with \`npm run gen:ops\` after changing scripts/op-list.ts.
 /* eslint-disable */
-import type { DType, MemoryFormat } from './dtype.ts';
+import type { DTypeName, MemoryFormat } from './dtype.ts';
 import { native as N } from './native.ts';
 import {
   dc,
@@ -293,6 +356,7 @@ import {
   makeOpTable,
   mfc,
   noOverload,
+  optionsFit,
   oth,
   oths,
   owrap,

@@ -161,7 +161,15 @@ test('autocast validates its options', () => {
     /supports dtypes bfloat16, float16/,
   );
   assert.throws(() => autocast({ deviceType: 'cpu', dtype: 'int8' }, () => 0), TypeError);
-  assert.throws(() => autocast({ deviceType: 'cpu', dtype: 'nope' as t.DType }, () => 0), TypeError);
+  assert.throws(
+    () => autocast({ deviceType: 'cpu', dtype: 'nope' as t.DType }, () => 0),
+    /autocast\(\): dtype: unknown dtype 'nope'/,
+  );
+  // PyTorch's alias: torch.half is float16.
+  assert.equal(
+    autocast({ deviceType: 'cpu', dtype: 'half' as t.DType }, () => getAutocastDtype('cpu')),
+    'float16',
+  );
   // An async function in the sync form is refused, and the state is still restored.
   assert.throws(() => autocast(CPU_BF16, async () => 0), /use autocastAsync/);
   assert.equal(isAutocastEnabled('cpu'), false);
@@ -466,17 +474,20 @@ test('GradScaler: float16 grads are refused; bfloat16 grads are unscaled', () =>
   });
 });
 
-test('GradScaler.update(newScale) sets the scale from a number or a one-element tensor', () => {
+test('GradScaler.update(newScale) sets the scale from a number or a 0-dim tensor', () => {
   const p = t.tensor([1], { requiresGrad: true });
   const opt = new TinySGD([p], 0.1);
   const scaler = new GradScaler({ device: 'cpu' });
   iteration(scaler, opt, p, t.tensor([1]));
   scaler.update(100);
   assert.equal(scaler.getScale(), 100);
-  scaler.update(t.tensor([7]));
+  scaler.update(t.full([], 7, { dtype: 'float32' }));
   assert.equal(scaler.getScale(), 7);
   assert.throws(() => scaler.update(t.tensor([1, 2])), /newScale should be/);
-  assert.throws(() => scaler.update(t.tensor([1], { requiresGrad: true })), /newScale should be/);
+  assert.throws(
+    () => scaler.update(t.full([], 1, { dtype: 'float32', requiresGrad: true })),
+    /newScale should be/,
+  );
   assert.deepEqual(values(t.tidy(() => scaler.scale(t.tensor([2, 3])))), [14, 21]);
 });
 

@@ -18,15 +18,53 @@ import {
 } from '../src/optim/index.ts';
 import { assertClose } from './helpers/fixtures.ts';
 
-const { CosineAnnealingLR, LinearLR, MultiStepLR, OneCycleLR, SequentialLR, StepLR } = lrScheduler;
+const {
+  ChainedScheduler,
+  ConstantLR,
+  CosineAnnealingLR,
+  CosineAnnealingWarmRestarts,
+  CyclicLR,
+  ExponentialLR,
+  LambdaLR,
+  LinearLR,
+  MultiplicativeLR,
+  MultiStepLR,
+  OneCycleLR,
+  PolynomialLR,
+  ReduceLROnPlateau,
+  SequentialLR,
+  StepLR,
+} = lrScheduler;
 
-// PyTorch computes in double precision; only libm rounding (cos) may differ.
-const RTOL = 1e-12;
-const ATOL = 1e-18;
+// Bit for bit: the schedulers compute in double precision as PyTorch does, with C's
+// cos and pow (src/optim/c-math.ts) where Python calls them.
+const RTOL = 0;
+const ATOL = 0;
 
 interface Spec {
   type: string;
   kwargs: Record<string, unknown>;
+  /** ReduceLROnPlateau: the metric passed to the k-th step. */
+  metrics?: number[];
+  /** The (fractional) epoch passed to the k-th step. */
+  step_epochs?: number[];
+}
+
+/** The functions lr_scheduler.py names in FUNCTIONS (same arithmetic). */
+const FUNCTIONS: Record<string, (x: number) => number> = {
+  warmup: (e) => Math.min(1.0, (e + 1) / 6),
+  inverse: (e) => 1.0 / (1.0 + 0.1 * e),
+  shrink: (e) => (e % 3 ? 0.9 : 1.05),
+  flat: () => 0.97,
+  half_per_cycle: (x) => 1.0 / x,
+};
+const fns = (v: unknown) => (Array.isArray(v) ? v.map((name) => FUNCTIONS[name]) : FUNCTIONS[v as string]);
+
+/** Step k (1-based) of a spec, as step() in lr_scheduler.py. */
+function stepOf(sched: lrScheduler.LRScheduler, spec: Spec, k: number): void {
+  if (spec.metrics) sched.step(spec.metrics[k - 1]);
+  else if (spec.step_epochs) sched.step(spec.step_epochs[k - 1]);
+  else sched.step();
 }
 interface Case {
   optimizer: 'SGD' | 'AdamW';
@@ -38,6 +76,9 @@ interface Case {
   state_dict_at: number;
   state_dict: Record<string, unknown>;
   momentum?: number[][];
+  /** Built from this spec instead, then loaded with the state after `state_dict_at`. */
+  resume_into?: Spec;
+  resumed?: { lrs: number[][]; group_lrs: number[][]; momentum: number[][] };
 }
 const cases = JSON.parse(
   readFileSync(new URL('./fixtures/optim/lr_scheduler.json', import.meta.url), 'utf8'),
@@ -81,6 +122,42 @@ function build(opt: Optimizer, spec: Spec): lrScheduler.LRScheduler {
         threePhase: k.three_phase as boolean | undefined,
         divFactor: n(k.div_factor),
       });
+    case 'ExponentialLR':
+      return new ExponentialLR(opt, k.gamma as number);
+    case 'LambdaLR':
+      return new LambdaLR(opt, fns(k.lr_lambda));
+    case 'MultiplicativeLR':
+      return new MultiplicativeLR(opt, fns(k.lr_lambda));
+    case 'ConstantLR':
+      return new ConstantLR(opt, { factor: n(k.factor), totalIters: n(k.total_iters) });
+    case 'PolynomialLR':
+      return new PolynomialLR(opt, { totalIters: n(k.total_iters), power: n(k.power) });
+    case 'CosineAnnealingWarmRestarts':
+      return new CosineAnnealingWarmRestarts(opt, k.T_0 as number, {
+        tMult: n(k.T_mult),
+        etaMin: n(k.eta_min),
+      });
+    case 'CyclicLR':
+      return new CyclicLR(opt, k.base_lr as number | number[], k.max_lr as number | number[], {
+        stepSizeUp: n(k.step_size_up),
+        stepSizeDown: n(k.step_size_down),
+        mode: k.mode as lrScheduler.CyclicLRMode | undefined,
+        gamma: n(k.gamma),
+        scaleFn: k.scale_fn === undefined ? undefined : (fns(k.scale_fn) as (x: number) => number),
+        cycleMomentum: k.cycle_momentum as boolean | undefined,
+      });
+    case 'ReduceLROnPlateau':
+      return new ReduceLROnPlateau(opt, {
+        mode: k.mode as 'min' | 'max' | undefined,
+        factor: n(k.factor),
+        patience: n(k.patience),
+        threshold: n(k.threshold),
+        thresholdMode: k.threshold_mode as 'rel' | 'abs' | undefined,
+        cooldown: n(k.cooldown),
+        minLr: k.min_lr as number | number[] | undefined,
+      });
+    case 'ChainedScheduler':
+      return new ChainedScheduler((k.schedulers as Spec[]).map((s) => build(opt, s)));
     default:
       throw new Error(`unknown scheduler ${spec.type}`);
   }
@@ -106,7 +183,10 @@ function check(name: string, c: Case, opt: Optimizer, sched: lrScheduler.LRSched
 
 /** Compares a PyTorch-named state dict with PyTorch's, numbers with tolerance. */
 function assertStateMatches(ours: unknown, theirs: unknown, label: string): void {
-  if (typeof theirs === 'number') {
+  if (theirs === 'inf' || theirs === '-inf') {
+    // The fixture's stand-in for an infinity (JSON has none).
+    assert.equal(ours, theirs === 'inf' ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY, label);
+  } else if (typeof theirs === 'number') {
     assert.equal(typeof ours, 'number', `${label}: number`);
     assertClose([ours as number], [theirs], RTOL, ATOL, label);
   } else if (Array.isArray(theirs)) {
@@ -119,11 +199,6 @@ function assertStateMatches(ours: unknown, theirs: unknown, label: string): void
     assert.ok(ours !== null && typeof ours === 'object', `${label}: object`);
     const o = ours as Record<string, unknown>;
     for (const [k, v] of Object.entries(theirs)) {
-      // The phases are rebuilt by OneCycleLR's constructor and are not part of its state.
-      if (k === '_schedule_phases') {
-        assert.ok(!(k in o), `${label}: ${k} is left out`);
-        continue;
-      }
       assert.ok(k in o, `${label}: has ${k}`);
       assertStateMatches(o[k], v, `${label}.${k}`);
     }
@@ -141,7 +216,7 @@ for (const [name, c] of Object.entries(cases)) {
     check(name, c, opt, sched, 0);
     for (let k = 1; k <= c.steps; k++) {
       opt.step();
-      sched.step();
+      stepOf(sched, c.scheduler, k);
       check(name, c, opt, sched, k);
       if (k === c.state_dict_at) {
         assertStateMatches(
@@ -158,7 +233,7 @@ for (const [name, c] of Object.entries(cases)) {
     const sched = build(opt, c.scheduler);
     for (let k = 1; k <= c.state_dict_at; k++) {
       opt.step();
-      sched.step();
+      stepOf(sched, c.scheduler, k);
     }
     // Through PyTorch's names and JSON, as a checkpoint would carry them.
     const optSd = JSON.parse(JSON.stringify(optimizerStateDictToPyTorch(opt.stateDict())));
@@ -171,9 +246,43 @@ for (const [name, c] of Object.entries(cases)) {
     check(`${name} resumed`, c, opt2, sched2, c.state_dict_at);
     for (let k = c.state_dict_at + 1; k <= c.steps; k++) {
       opt2.step();
-      sched2.step();
+      stepOf(sched2, c.scheduler, k);
       check(`${name} resumed`, c, opt2, sched2, k);
     }
+  });
+}
+
+for (const [name, c] of Object.entries(cases)) {
+  if (c.resume_into === undefined) continue;
+  const into = c.resume_into;
+  test(`${name}: a loaded state wins over the constructor's (resumed into ${into.type} ${JSON.stringify(into.kwargs)})`, () => {
+    const opt = makeOptimizer(c);
+    const sched = build(opt, c.scheduler);
+    for (let k = 1; k <= c.state_dict_at; k++) {
+      opt.step();
+      stepOf(sched, c.scheduler, k);
+    }
+    const optSd = JSON.parse(JSON.stringify(optimizerStateDictToPyTorch(opt.stateDict())));
+    const schedSd = JSON.parse(JSON.stringify(schedulerStateDictToPyTorch(sched.stateDict())));
+    const opt2 = makeOptimizer(c);
+    const sched2 = build(opt2, into);
+    opt2.loadStateDict(optimizerStateDictFromPyTorch(optSd));
+    sched2.loadStateDict(schedulerStateDictFromPyTorch(schedSd));
+    const r = c.resumed!;
+    r.lrs.forEach((lrs, i) => {
+      const at = `${name} resumed step ${c.state_dict_at + 1 + i}`;
+      opt2.step();
+      stepOf(sched2, into, c.state_dict_at + 1 + i);
+      assertClose(sched2.getLastLr(), lrs, RTOL, ATOL, `${at} getLastLr`);
+      assertClose(
+        opt2.paramGroups.map((g) => g.lr),
+        r.group_lrs[i],
+        RTOL,
+        ATOL,
+        `${at} group lrs`,
+      );
+      assertClose(momenta(opt2), r.momentum[i], RTOL, ATOL, `${at} momentum`);
+    });
   });
 }
 
@@ -197,6 +306,44 @@ test('schedulers check their arguments', () => {
   assert.throws(() => oc.step(), /Tried to step 3 times/);
 });
 
+test('the other schedulers check their arguments', () => {
+  const opt = new SGD([t.zeros([2]).requiresGrad_(true)], { lr: 0.1 });
+  assert.throws(() => new LambdaLR(opt, [() => 1, () => 2]), /expected 1 lrLambdas, but got 2/);
+  assert.throws(() => new MultiplicativeLR(opt, 0.5 as unknown as () => number), /should be a function/);
+  assert.throws(() => new ConstantLR(opt, { factor: 1.5 }), /between 0 and 1/);
+  assert.throws(() => new CosineAnnealingWarmRestarts(opt, 0), /positive integer t0/);
+  assert.throws(() => new CosineAnnealingWarmRestarts(opt, 3, { tMult: 1.5 }), /tMult >= 1/);
+  assert.throws(() => new CyclicLR(opt, 0.01, [0.1, 0.2]), /maxLr must have the same length/);
+  assert.throws(() => new CyclicLR(opt, 0.01, 0.1, { mode: 'sawtooth' as 'triangular' }), /invalid/);
+  const plateau = new ReduceLROnPlateau(opt);
+  assert.throws(() => plateau.step(), /metric must be a number/);
+  assert.throws(() => new ReduceLROnPlateau(opt, { factor: 1 }), /factor should be < 1.0/);
+  assert.throws(() => new ReduceLROnPlateau(opt, { mode: 'up' as 'min' }), /mode up is unknown/);
+  assert.throws(() => new ReduceLROnPlateau(opt, { minLr: [0, 0] }), /expected 1 minLrs, got 2/);
+  assert.throws(() => new ChainedScheduler([]), /at least one scheduler/);
+  assert.throws(() => new ChainedScheduler([new ExponentialLR(opt, 0.9), plateau]), /ReduceLROnPlateau/);
+  const other = new SGD([t.zeros([2]).requiresGrad_(true)], { lr: 0.1 });
+  assert.throws(
+    () => new ChainedScheduler([new ExponentialLR(opt, 0.9), new ExponentialLR(other, 0.9)]),
+    /same optimizer/,
+  );
+  // Like PyTorch's, ReduceLROnPlateau leaves the param groups without initialLr.
+  const fresh = new SGD([t.zeros([2]).requiresGrad_(true)], { lr: 0.1 });
+  new ReduceLROnPlateau(fresh);
+  assert.equal(fresh.paramGroups[0].initialLr, undefined);
+});
+
+test('ReduceLROnPlateau state survives JSON before its first step (an infinite best)', () => {
+  const opt = new SGD([t.zeros([2]).requiresGrad_(true)], { lr: 0.1 });
+  const a = new ReduceLROnPlateau(opt, { mode: 'max' });
+  const sd = JSON.parse(JSON.stringify(schedulerStateDictToPyTorch(a.stateDict())));
+  const b = new ReduceLROnPlateau(opt);
+  b.loadStateDict(schedulerStateDictFromPyTorch(sd));
+  assert.equal(b.mode, 'max');
+  assert.equal(b.best, Number.NEGATIVE_INFINITY);
+  assert.equal(b.modeWorse, Number.NEGATIVE_INFINITY);
+});
+
 test('closed forms agree with the chainable forms', () => {
   const make = (): Optimizer => new SGD([t.zeros([2]).requiresGrad_(true)], { lr: 0.1 });
   const scheds = [
@@ -204,6 +351,9 @@ test('closed forms agree with the chainable forms', () => {
     new MultiStepLR(make(), [3, 7, 7], { gamma: 0.5 }),
     new LinearLR(make(), { startFactor: 0.25, totalIters: 6 }),
     new CosineAnnealingLR(make(), 9, { etaMin: 0.01 }),
+    new ExponentialLR(make(), 0.8),
+    new ConstantLR(make(), { factor: 0.25, totalIters: 5 }),
+    new PolynomialLR(make(), { totalIters: 8, power: 3 }),
   ];
   for (const s of scheds) {
     for (let k = 1; k <= 12; k++) {

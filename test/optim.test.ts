@@ -21,8 +21,12 @@ import {
 } from '../src/optim/index.ts';
 import { assertClose, type FixtureTensor, toTensor, values } from './helpers/fixtures.ts';
 
-const RTOL = 1e-6;
-const ATOL = 1e-7;
+// Bit for bit against the same implementation in PyTorch. Only tsddp's fused kernel
+// against PyTorch's foreach numbers (a case PyTorch's fused SGD refuses) gets a
+// tolerance: the fused kernel rounds differently.
+const RTOL = 0;
+const ATOL = 0;
+const FUSED_VS_FOREACH = { rtol: 1e-6, atol: 1e-7 };
 
 type Impl = 'single' | 'foreach' | 'fused';
 interface StepRecord {
@@ -90,9 +94,16 @@ function setGrads(params: t.Tensor[], row: (FixtureTensor | null)[]): void {
   });
 }
 
-function checkStep(opt: Optimizer, params: t.Tensor[], rec: StepRecord, label: string): void {
+function checkStep(
+  opt: Optimizer,
+  params: t.Tensor[],
+  rec: StepRecord,
+  label: string,
+  tol = { rtol: RTOL, atol: ATOL },
+): void {
+  const { rtol, atol } = tol;
   params.forEach((p, i) => {
-    assertClose(values(p), rec.params[i].data, RTOL, ATOL, `${label} param ${i}`);
+    assertClose(values(p), rec.params[i].data, rtol, atol, `${label} param ${i}`);
     const ours = opt.state.get(p) ?? {};
     assert.deepEqual(
       Object.keys(ours).sort(),
@@ -104,7 +115,7 @@ function checkStep(opt: Optimizer, params: t.Tensor[], rec: StepRecord, label: s
       assert.ok(s instanceof t.Tensor, `${label} state ${k} of param ${i} is a Tensor`);
       assert.equal(s.dtype, v.dtype, `${label} state ${k} dtype`);
       assert.deepEqual(s.shape, v.shape, `${label} state ${k} shape`);
-      assertClose(values(s), v.data, RTOL, ATOL, `${label} state ${k} of param ${i}`);
+      assertClose(values(s), v.data, rtol, atol, `${label} state ${k} of param ${i}`);
     }
   });
 }
@@ -121,10 +132,11 @@ function runCase(name: string, c: OptCase, impl: 'default' | 'foreach' | 'fused'
     const flags = { default: {}, foreach: { foreach: true }, fused: { fused: true } }[impl];
     const opt = makeOptimizer(c, params, flags);
     const steps = stepsOf(c.runs[ref]);
+    const tol = impl === 'fused' && ref !== 'fused' ? FUSED_VS_FOREACH : undefined;
     c.grads.forEach((row, k) => {
       setGrads(params, row);
       opt.step();
-      checkStep(opt, params, steps[k], `${name} [${impl} vs PyTorch ${ref}] step ${k}`);
+      checkStep(opt, params, steps[k], `${name} [${impl} vs PyTorch ${ref}] step ${k}`, tol);
     });
   });
 }
@@ -215,10 +227,11 @@ function roundTrip(name: string, impl: 'foreach' | 'fused', viaPyTorchNames: boo
     a.step();
     const ref = 'error' in c.runs[impl] ? 'foreach' : impl;
     const steps = stepsOf(c.runs[ref]);
+    const tol = ref !== impl ? FUSED_VS_FOREACH : undefined;
     c.grads.slice(k).forEach((row, j) => {
       setGrads(paramsB, row);
       b.step();
-      checkStep(b, paramsB, steps[k + j], `${name} resumed (${impl}) step ${k + j}`);
+      checkStep(b, paramsB, steps[k + j], `${name} resumed (${impl}) step ${k + j}`, tol);
     });
   });
 }

@@ -126,7 +126,7 @@ describe('writer', () => {
     const h = await safetensors.readHeader(memorySource(bytes).src);
     assert.equal(h.dataStart, 8 + n);
     const size = { float64: 8, float32: 4, int16: 2, uint8: 1 } as Record<string, number>;
-    for (const e of h.entries) assert.equal((h.dataStart + e.begin) % size[e.dtype], 0, e.name);
+    for (const e of h.entries) assert.equal((h.dataStart + e.begin) % size[e.dtype ?? ''], 0, e.name);
     assert.deepEqual(
       h.entries.map((e) => e.name),
       ['a', 'd', 'c', 'b'],
@@ -343,9 +343,15 @@ const hostile: Hostile[] = [
   // dtype
   {
     name: 'unknown dtype',
-    bytes: craft(`{"a":${entry('F8_E4M3', [8], [0, 8])}}`, 8),
+    bytes: craft(`{"a":${entry('F8_E4M4', [8], [0, 8])}}`, 8),
     code: 'UNKNOWN_DTYPE',
-    message: /tensor 'a' has dtype "F8_E4M3"; supported: F64, F32/,
+    message: /tensor 'a' has dtype "F8_E4M4"; the format's dtypes are BOOL, U8, I8, F8_E5M2, F8_E4M3/,
+  },
+  {
+    name: 'a format dtype without a tsddp dtype, by default',
+    bytes: craft(`{"a":${A},"z":${entry('F8_E4M3', [4], [8, 12])}}`, 12),
+    code: 'UNSUPPORTED_DTYPE',
+    message: /no dtype for tensor 'z' \(F8_E4M3, torch\.float8_e4m3fn\); read with \{ otherDtypes: 'raw' \}/,
   },
   {
     name: 'lowercase dtype',

@@ -460,7 +460,7 @@ test('data() resolves to the same values as toTypedArray()', async () => {
   assert.deepEqual(Array.from(await tr.data(), Number), [0, 3, 1, 4, 2, 5]);
 });
 
-test('toString and inspect look like PyTorch', () => {
+test('toString and inspect are PyTorch repr', () => {
   const x = t.tensor([
     [1, 2],
     [3, 4],
@@ -468,18 +468,20 @@ test('toString and inspect look like PyTorch', () => {
   assert.equal(String(x), 'tensor([[1., 2.],\n        [3., 4.]])');
   assert.equal(
     t.tensor([1.5, 2], { dtype: 'float64' }).toString(),
-    'tensor([1.5000, 2.0000], dtype=float64)',
+    'tensor([1.5000, 2.0000], dtype=torch.float64)',
   );
   assert.equal(t.arange(3).toString(), 'tensor([0, 1, 2])');
-  assert.equal(t.tensor([1, 2], { dtype: 'int32' }).toString(), 'tensor([1, 2], dtype=int32)');
+  assert.equal(t.tensor([1, 2], { dtype: 'int32' }).toString(), 'tensor([1, 2], dtype=torch.int32)');
   assert.equal(t.tensor([true, false]).toString(), 'tensor([ True, False])');
   assert.equal(t.tensor(3).toString(), 'tensor(3.)');
   assert.equal(t.tensor([-1, 10]).toString(), 'tensor([-1., 10.])');
-  assert.equal(t.tensor([1, 2], { requiresGrad: true }).toString(), 'tensor([1., 2.], requiresGrad=true)');
+  assert.equal(t.tensor([1, 2], { requiresGrad: true }).toString(), 'tensor([1., 2.], requires_grad=True)');
   const g = t.tensor([1, 2], { requiresGrad: true });
-  assert.equal(g.mul(g).toString(), 'tensor([1., 4.], gradFn=<MulBackward0>)');
+  assert.equal(g.mul(g).toString(), 'tensor([1., 4.], grad_fn=<MulBackward0>)');
   const big = t.arange(2000).toString();
-  assert.equal(big, 'tensor([   0,    1,    2, ..., 1997, 1998, 1999])');
+  // PyTorch's summarization: `,  ...` (the gap is an element of its own); more cases in
+  // tensor-surface.test.ts against PyTorch's repr
+  assert.equal(big, 'tensor([   0,    1,    2,  ..., 1997, 1998, 1999])');
   const d = t.ones([1]);
   d.dispose();
   assert.equal(d.toString(), 'tensor(<disposed>)');
@@ -1066,4 +1068,12 @@ test('autograd basics through the Tensor API', () => {
   const z = t.noGrad(() => x.mul(2));
   assert.equal(z.requiresGrad, false);
   assert.equal(t.isGradEnabled(), true);
+});
+
+test('a -0 scalar keeps its sign, as Python passes -0.0 (a double, not the integer 0)', () => {
+  assert.ok(Object.is(t.full([], -0).item(), -0));
+  assert.ok(Object.is(t.full([], 0).item(), 0));
+  // 0 * -0 is -0 only when the scalar is a signed double.
+  assert.ok(Object.is(t.tensor([0]).mul(-0).item(), -0));
+  assert.ok(Object.is(t.tensor([5]).clamp(-0, -0).item(), -0));
 });

@@ -174,8 +174,10 @@ c10::Scalar toScalar(Napi::Env env, const OpEntry& e, const ArgInfo& a, const Na
   if (v.IsBoolean()) return c10::Scalar(v.As<Napi::Boolean>().Value());
   if (!v.IsNumber()) badArg(env, e, a, std::string("got ") + jsTypeName(v));
   double d = v.As<Napi::Number>().DoubleValue();
-  // JS has one number type: integral values become integer scalars (as Python ints would).
-  if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9007199254740992.0)
+  // JS has one number type: integral values become integer scalars (as Python ints would);
+  // -0 stays a double, as Python's -0.0 does (an integer would lose its sign).
+  if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9007199254740992.0 &&
+      !(d == 0 && std::signbit(d)))
     return c10::Scalar(static_cast<int64_t>(d));
   return c10::Scalar(d);
 }

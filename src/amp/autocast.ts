@@ -3,7 +3,7 @@
 // region's dtype, runs the ops on its fp32 list (losses, prod, ...) in float32 and leaves
 // the rest alone. The op lists live in libtorch; this file only enters and leaves the
 // state exactly as torch.autocast.__enter__/__exit__ do.
-import { type DType, dtypeCode, dtypeFromCode } from '../core/dtype.ts';
+import { type DType, dtypeCode, dtypeFromCode, toDType } from '../core/dtype.ts';
 import { native } from '../core/native.ts';
 import { cuda } from '../core/runtime.ts';
 
@@ -48,10 +48,11 @@ function resolve(opts: AutocastOptions): Region {
   if (opts.dtype === undefined) {
     code = native.getAutocast(deviceType)[1];
   } else {
-    code = dtypeCode(opts.dtype);
+    // The one alias table (core/dtype.ts): 'half' is float16, as torch.half.
+    const name = toDType(opts.dtype, 'autocast(): dtype');
+    code = dtypeCode(name);
     // PyTorch warns and silently runs the region without autocast for any other dtype;
     // a region that quietly does nothing is a worse surprise than an error here.
-    const name = dtypeFromCode(code);
     if (!SUPPORTED_DTYPES.includes(name)) {
       throw new TypeError(
         `autocast(): ${deviceType.toUpperCase()} autocast supports dtypes ${SUPPORTED_DTYPES.join(', ')}; got '${opts.dtype}'`,

@@ -10,10 +10,18 @@ import { cuda } from '../core/runtime.ts';
 import { tidy } from '../core/scope.ts';
 import { Tensor } from '../core/tensor.ts';
 
-/** What GradScaler needs from an optimizer: its parameter groups and step(). */
+/**
+ * What GradScaler needs from an optimizer: its parameter groups and step(). An
+ * optimizer whose step can unscale and skip by itself (tsddp's fused SGD/Adam/AdamW;
+ * PyTorch's `_step_supports_amp_scaling`) says so with `stepSupportsAmpScaling` and
+ * takes the scale and the found-inf flag through `gradScale` and `foundInf`.
+ */
 export interface ScalableOptimizer<R = unknown> {
   paramGroups: { params: Tensor[] }[];
   step(): R;
+  readonly stepSupportsAmpScaling?: boolean;
+  gradScale?: Tensor | null;
+  foundInf?: Tensor | null;
 }
 
 export interface GradScalerOptions {
@@ -94,8 +102,10 @@ export class GradScaler {
     const growthInterval = opts.growthInterval ?? 2000;
     if (!(growthFactor > 1)) throw new RangeError('The growth factor must be > 1.0.');
     if (!(backoffFactor < 1)) throw new RangeError('The backoff factor must be < 1.0.');
-    if (!Number.isInteger(growthInterval) || growthInterval < 1) {
-      throw new RangeError(`The growth interval must be a positive integer, got ${growthInterval}.`);
+    // PyTorch checks only the factors: any integer interval is taken (0 or less: the
+    // scale never grows, since the tracker never counts up to it).
+    if (!Number.isInteger(growthInterval)) {
+      throw new TypeError(`The growth interval must be an integer, got ${growthInterval}.`);
     }
     this.initScale = opts.initScale ?? 2 ** 16;
     this.growthFactor = growthFactor;
@@ -232,6 +242,7 @@ export class GradScaler {
     if (state.stage === OptState.STEPPED) {
       throw new Error('step() has already been called since the last update().');
     }
+    if (optimizer.stepSupportsAmpScaling === true) return this.stepFused(optimizer, state);
     if (state.stage === OptState.READY) this.unscale_(optimizer);
     if (state.foundInfPerDevice.size === 0)
       throw new Error('No inf checks were recorded for this optimizer.');
@@ -243,9 +254,56 @@ export class GradScaler {
   }
 
   /**
+   * PyTorch's path for an optimizer with `_step_supports_amp_scaling`: the gradients
+   * are only checked for inf/NaN here; the optimizer gets the scale (times any
+   * gradScale it already has) and the found-inf flag, and its fused kernel unscales
+   * and skips the update itself. So a skipped step leaves the gradients scaled, and
+   * after unscale_() the gradients are not divided again.
+   */
+  private stepFused<R>(optimizer: ScalableOptimizer<R>, state: OptimizerState): R {
+    const [scale] = this.checkScaleGrowthTracker('step');
+    if (state.stage === OptState.READY) {
+      tidy(() => {
+        const one = full([], 1, { dtype: 'float32', device: scale.device });
+        const foundInf = full([], 0, { dtype: 'float32', device: scale.device });
+        state.foundInfPerDevice = this.unscaleGrads(optimizer, one, foundInf, true);
+      });
+    }
+    const previous = optimizer.gradScale ?? null;
+    const made: Tensor[] = [];
+    try {
+      tidy(() => {
+        // PyTorch's sum() of the per-device flags: 0 + each, moved to the scale's device.
+        let foundInf = full([], 0, { dtype: 'float32', device: scale.device });
+        for (const f of state.foundInfPerDevice.values()) {
+          foundInf = foundInf.add(f.device === scale.device ? f : f.to({ device: scale.device }));
+        }
+        made.push(foundInf.keep());
+        optimizer.foundInf = foundInf;
+        // After unscale_() the gradients are true ones: the optimizer keeps the gradScale
+        // it has (none, unless its user set one); otherwise the scale times that one.
+        if (state.stage !== OptState.UNSCALED) {
+          const gradScale = previous === null ? scale.clone() : scale.mul(previous);
+          made.push(gradScale.keep());
+          optimizer.gradScale = gradScale;
+        }
+      });
+      const retval = optimizer.step();
+      state.stage = OptState.STEPPED;
+      return retval;
+    } finally {
+      // As PyTorch's `del optimizer.grad_scale, optimizer.found_inf`.
+      optimizer.gradScale = null;
+      optimizer.foundInf = null;
+      for (const x of made) x.dispose();
+    }
+  }
+
+  /**
    * Updates the scale at the end of an iteration: multiplied by backoffFactor if any
    * optimizer step was skipped, by growthFactor after growthInterval consecutive good
-   * iterations. `newScale` sets it directly instead.
+   * iterations. `newScale` sets it directly instead: a number, or a one-element tensor
+   * of the scale's shape (0-dim) on the scaler's device, as PyTorch takes it.
    */
   update(newScale?: number | Tensor): void {
     if (!this.enabled) return;
@@ -261,7 +319,10 @@ export class GradScaler {
           if (newScale.device.split(':')[0] !== this.device) throw new Error(reason);
           if (newScale.numel() !== 1) throw new Error(reason);
           if (newScale.requiresGrad) throw new Error(reason);
-          noGrad(() => scale.copy_(newScale.reshape([])));
+          // PyTorch's copy_ as it is: a shape-[1] tensor does not broadcast into the
+          // 0-dim scale, and libtorch says so ("output with shape [] doesn't match the
+          // broadcast shape [1]").
+          noGrad(() => scale.copy_(newScale));
         }
       } else {
         const foundInfs: Tensor[] = [];

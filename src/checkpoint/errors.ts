@@ -7,7 +7,8 @@ export type SafetensorsErrorCode =
   | 'HEADER_JSON' // the header is not JSON, not an object, or nests too deep
   | 'DUPLICATE_KEY' // a key appears twice in one JSON object
   | 'INVALID_ENTRY' // a tensor entry lacks or misspells dtype/shape/data_offsets
-  | 'UNKNOWN_DTYPE' // a dtype this reader does not know
+  | 'UNKNOWN_DTYPE' // a dtype code the safetensors format does not have
+  | 'UNSUPPORTED_DTYPE' // a format dtype tsddp's Tensor has none for (U16, F8_E4M3, C64, ...) and no otherDtypes option
   | 'INVALID_OFFSETS' // data_offsets leave a gap, overlap, or run past the data
   | 'SIZE_MISMATCH' // data_offsets span ≠ shape product × dtype size
   | 'OVERFLOW' // the shape product × dtype size overflows
@@ -15,6 +16,7 @@ export type SafetensorsErrorCode =
   | 'METADATA' // __metadata__ is not a string → string map
   | 'TRUNCATED' // the file ended before a read completed
   | 'PICKLE' // a pickle / torch.save file was offered
+  | 'SHARED_MEMORY' // the writer was given tensors that share memory (views, tied weights)
   | 'INVALID_ARGUMENT'; // the writer was given something it cannot store
 
 /** A safetensors file (or buffer) that breaks the format, or tensors that cannot be written. */

@@ -4,7 +4,7 @@
 // with spaces), then the data buffer, every byte of it covered by exactly one tensor.
 // Everything here is checked before a single data byte is read or allocated.
 import type { DType } from '../core/index.ts';
-import { ITEM_BYTES, SAFETENSORS_TO_DTYPE } from './dtypes.ts';
+import { FORMAT_DTYPES } from './dtypes.ts';
 import { SafetensorsError } from './errors.ts';
 import { type JsonObject, JsonSyntaxError, type JsonValue, parseStrictJson } from './strict-json.ts';
 
@@ -16,7 +16,10 @@ const METADATA_KEY = '__metadata__';
 /** One tensor as the header describes it; offsets are relative to the data buffer. */
 export interface TensorEntry {
   name: string;
-  dtype: DType;
+  /** The tsddp dtype, or null for a format dtype tsddp's Tensor has none for (U16, F8_E4M3, C64, ...). */
+  dtype: DType | null;
+  /** The dtype code as the header spells it ('F32', 'U16', ...). */
+  safetensorsDtype: string;
   shape: number[];
   begin: number;
   end: number;
@@ -80,6 +83,9 @@ export function parseHeader(bytes: Uint8Array, dataLength: number, file: string)
     // the error for a deeper one names the structure rather than the depth.
     root = parseStrictJson(text, 8);
   } catch (e) {
+    // Deliberately stricter than the reference parser, which keeps the last of two equal
+    // tensor names (it refuses only a repeated field inside an entry): which of the two
+    // a file means is ambiguous, so it is not loaded.
     if (e instanceof JsonSyntaxError && e.duplicateKey !== undefined) {
       throw new SafetensorsError('DUPLICATE_KEY', file, `header has a duplicate key: ${e.message}`);
     }
@@ -154,12 +160,12 @@ function parseEntry(name: string, value: JsonValue, dataLength: number, file: st
   if (typeof st !== 'string') {
     throw new SafetensorsError('INVALID_ENTRY', file, `${where} has no string 'dtype'`);
   }
-  const dtype = Object.hasOwn(SAFETENSORS_TO_DTYPE, st) ? SAFETENSORS_TO_DTYPE[st] : undefined;
-  if (dtype === undefined) {
+  const format = FORMAT_DTYPES.get(st);
+  if (format === undefined) {
     throw new SafetensorsError(
       'UNKNOWN_DTYPE',
       file,
-      `${where} has dtype ${JSON.stringify(st)}; supported: ${Object.keys(SAFETENSORS_TO_DTYPE).join(', ')}`,
+      `${where} has dtype ${JSON.stringify(st)}; the format's dtypes are ${[...FORMAT_DTYPES.keys()].join(', ')}`,
     );
   }
   const shapeValue = obj.get('shape');
@@ -167,7 +173,7 @@ function parseEntry(name: string, value: JsonValue, dataLength: number, file: st
     throw new SafetensorsError('INVALID_ENTRY', file, `${where} has no 'shape' array`);
   }
   // The byte size, in u64 arithmetic like the reference: overflow is its own error.
-  let bytes = BigInt(ITEM_BYTES[dtype]);
+  let bytes = BigInt(format.bytes);
   const shape: number[] = [];
   for (const d of shapeValue) {
     if (typeof d !== 'bigint' || d < 0n) {
@@ -189,7 +195,7 @@ function parseEntry(name: string, value: JsonValue, dataLength: number, file: st
     throw new SafetensorsError(
       'OVERFLOW',
       file,
-      `${where}: shape [${shape.join(', ')}] × ${ITEM_BYTES[dtype]} bytes overflows 64 bits`,
+      `${where}: shape [${shape.join(', ')}] × ${format.bytes} bytes overflows 64 bits`,
     );
   }
   const offsets = obj.get('data_offsets');
@@ -199,7 +205,12 @@ function parseEntry(name: string, value: JsonValue, dataLength: number, file: st
     typeof offsets[0] !== 'bigint' ||
     typeof offsets[1] !== 'bigint'
   ) {
-    throw new SafetensorsError('INVALID_ENTRY', file, `${where} has no 'data_offsets' pair of integers`);
+    const bad = Array.isArray(offsets) ? offsets.find((o) => typeof o !== 'bigint') : undefined;
+    throw new SafetensorsError(
+      'INVALID_ENTRY',
+      file,
+      `${where} has no 'data_offsets' pair of non-negative integers${bad === undefined ? '' : ` (it holds ${describe(bad)})`}`,
+    );
   }
   const [b, e] = offsets as [bigint, bigint];
   if (b < 0n || e < b || e > BigInt(dataLength)) {
@@ -216,7 +227,7 @@ function parseEntry(name: string, value: JsonValue, dataLength: number, file: st
       `${where} spans ${e - b} bytes but shape [${shape.join(', ')}] of ${st} needs ${bytes}`,
     );
   }
-  return { name, dtype, shape, begin: Number(b), end: Number(e) };
+  return { name, dtype: format.dtype, safetensorsDtype: st, shape, begin: Number(b), end: Number(e) };
 }
 
 function describe(v: unknown): string {
@@ -224,7 +235,7 @@ function describe(v: unknown): string {
   if (v instanceof Map) return 'an object';
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'bigint') return `the number ${v}`;
-  if (typeof v === 'number') return `the number ${v}`;
+  if (typeof v === 'number') return Object.is(v, -0) ? 'the number -0 (negative zero)' : `the number ${v}`;
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
   return `${typeof v} ${String(v)}`;
 }

@@ -5,9 +5,10 @@
 // a hostile file can neither make the reader over-read nor allocate what it claims.
 import { open } from 'node:fs/promises';
 import { endianness } from 'node:os';
+import { ITEM_SIZE } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
 import { type ProgressHook, type WrittenFile, writeFileAtomic } from './atomic.ts';
-import { DTYPE_TO_SAFETENSORS, ITEM_BYTES, WRITE_RANK } from './dtypes.ts';
+import { FORMAT_DTYPES, FORMAT_OF_DTYPE, type FormatDtype } from './dtypes.ts';
 import { SafetensorsError } from './errors.ts';
 import { hasPickleExtension, pickleMagic, pickleRefusal } from './pickle.ts';
 import {
@@ -17,11 +18,37 @@ import {
   type SafetensorsHeader,
   type TensorEntry,
 } from './safetensors-header.ts';
+import { sharedMemoryGroups } from './shared-memory.ts';
 import { hasLoneSurrogate } from './strict-json.ts';
 
 export interface SafetensorsContents {
   tensors: Record<string, t.Tensor>;
   metadata: Record<string, string> | null;
+  /** With `otherDtypes: 'raw'`: the tensors tsddp's Tensor has no dtype for, as bytes. */
+  raw: Record<string, RawTensor>;
+}
+
+/**
+ * A tensor of a format dtype tsddp's Tensor cannot hold (U16, U32, U64, F8_E4M3, F8_E5M2,
+ * C64, ...): its element bytes exactly as stored (little-endian, row-major).
+ */
+export interface RawTensor {
+  /** The code in the file: 'U16', 'F8_E4M3', 'C64', ... */
+  safetensorsDtype: string;
+  /** PyTorch's dtype for it (`torch.<name>`): 'uint16', 'float8_e4m3fn', 'complex64', ... */
+  torchDtype: string;
+  shape: number[];
+  bytes: Uint8Array;
+}
+
+export interface ReadOptions {
+  /**
+   * Tensors whose dtype tsddp's Tensor has none for (PyTorch writes U16, U32, U64,
+   * F8_E4M3, F8_E5M2, C64): 'error' (the default) refuses the file before reading any
+   * data, naming every such tensor and its dtype; 'raw' hands them out as bytes in
+   * `raw` (readSafetensors / deserialize) and loads the rest; 'skip' loads the rest.
+   */
+  otherDtypes?: 'error' | 'raw' | 'skip';
 }
 
 export interface SaveOptions {
@@ -48,7 +75,7 @@ function checkHost(): void {
 
 interface Plan {
   header: Uint8Array;
-  items: { name: string; tensor: t.Tensor; bytes: number }[];
+  items: { name: string; tensor: t.Tensor; format: FormatDtype; bytes: number }[];
   size: number;
 }
 
@@ -79,17 +106,35 @@ function plan(
     if (name === '__metadata__' || hasLoneSurrogate(name)) {
       throw new SafetensorsError('INVALID_ARGUMENT', file, `'${name}' cannot be a tensor name`);
     }
-    return { name, tensor, dtype: tensor.dtype, bytes: tensor.numel() * ITEM_BYTES[tensor.dtype] };
+    const format = FORMAT_OF_DTYPE.get(tensor.dtype);
+    if (format === undefined) {
+      throw new SafetensorsError(
+        'INVALID_ARGUMENT',
+        file,
+        `'${name}' has dtype ${tensor.dtype}, which the safetensors format has no code for`,
+      );
+    }
+    return { name, tensor, format, bytes: tensor.numel() * ITEM_SIZE[tensor.dtype] };
   });
+  const shared = sharedMemoryGroups(items);
+  if (shared.length > 0) {
+    const groups = shared.map((g) => `[${g.map((n) => `'${n}'`).join(', ')}]`).join(', ');
+    throw new SafetensorsError(
+      'SHARED_MEMORY',
+      file,
+      `some tensors share memory: ${groups}; written out they would be separate copies and load back ` +
+        'untied (safetensors.torch.save_file refuses them too): save one name per storage, or clone() the others',
+    );
+  }
   // The reference writer's layout: by dtype rank (widest first), then by name compared
   // as UTF-8 bytes. With the header padded to 8 bytes, every tensor's data is aligned.
   const keyed = items.map((i) => ({ ...i, key: Buffer.from(i.name, 'utf8') }));
-  keyed.sort((a, b) => WRITE_RANK[b.dtype] - WRITE_RANK[a.dtype] || Buffer.compare(a.key, b.key));
+  keyed.sort((a, b) => b.format.rank - a.format.rank || Buffer.compare(a.key, b.key));
   items.splice(0, items.length, ...keyed);
   const header = encodeHeader(
     items.map((i) => ({
       name: i.name,
-      dtype: DTYPE_TO_SAFETENSORS[i.dtype],
+      dtype: i.format.code,
       shape: i.tensor.shape,
       bytes: i.bytes,
     })),
@@ -154,22 +199,67 @@ function defineKey<T>(obj: Record<string, T>, key: string, value: T): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-function materialize(
-  entries: TensorEntry[],
-  bytesOf: (e: TensorEntry) => Uint8Array,
-): Record<string, t.Tensor> {
-  const out: Record<string, t.Tensor> = {};
-  try {
-    for (const e of entries) defineKey(out, e.name, t.fromBytes(bytesOf(e), e.shape, e.dtype));
-  } catch (err) {
-    for (const x of Object.values(out)) x.dispose();
-    throw err;
+/**
+ * With `otherDtypes: 'error'`, refuses (before any data is read) a header holding tensors
+ * tsddp's Tensor has no dtype for, naming each with its dtype.
+ */
+function checkOtherDtypes(header: SafetensorsHeader, opts: ReadOptions, file: string): void {
+  const mode = opts.otherDtypes ?? 'error';
+  if (mode !== 'error' && mode !== 'raw' && mode !== 'skip') {
+    throw new TypeError(`otherDtypes must be 'error', 'raw' or 'skip', got ${String(mode)}`);
   }
-  return out;
+  if (mode !== 'error') return;
+  const other = header.entries.filter((e) => e.dtype === null);
+  if (other.length === 0) return;
+  const list = other
+    .slice(0, 8)
+    .map(
+      (e) => `'${e.name}' (${e.safetensorsDtype}, torch.${FORMAT_DTYPES.get(e.safetensorsDtype)?.torchName})`,
+    )
+    .join(', ');
+  const more = other.length > 8 ? ` and ${other.length - 8} more` : '';
+  throw new SafetensorsError(
+    'UNSUPPORTED_DTYPE',
+    file,
+    `tsddp's Tensor has no dtype for tensor${other.length > 1 ? 's' : ''} ${list}${more}; ` +
+      "read with { otherDtypes: 'raw' } to get their bytes, or { otherDtypes: 'skip' } to load the other tensors",
+  );
+}
+
+/** What the reader builds: a Tensor per tsddp dtype, a RawTensor for the others when asked. */
+class Loaded {
+  readonly tensors: Record<string, t.Tensor> = {};
+  readonly raw: Record<string, RawTensor> = {};
+  constructor(private readonly opts: ReadOptions) {}
+  /** Whether `e`'s data is needed at all (a skipped tensor's is never read). */
+  wants(e: TensorEntry): boolean {
+    return e.dtype !== null || this.opts.otherDtypes === 'raw';
+  }
+  add(e: TensorEntry, data: Uint8Array): void {
+    if (e.dtype !== null) defineKey(this.tensors, e.name, t.fromBytes(data, e.shape, e.dtype));
+    else defineKey(this.raw, e.name, rawTensor(e, data));
+  }
+  /** Frees the tensors made so far (a later one failed). */
+  dispose(): void {
+    for (const x of Object.values(this.tensors)) x.dispose();
+  }
+}
+
+function rawTensor(e: TensorEntry, bytes: Uint8Array): RawTensor {
+  return {
+    safetensorsDtype: e.safetensorsDtype,
+    torchDtype: FORMAT_DTYPES.get(e.safetensorsDtype)?.torchName ?? e.safetensorsDtype,
+    shape: e.shape,
+    // A copy: a view would keep the whole file's buffer alive.
+    bytes: bytes.slice(),
+  };
 }
 
 /** Parses safetensors bytes held in memory; `name` is used in errors. */
-export function deserialize(bytes: Uint8Array, opts: { name?: string } = {}): SafetensorsContents {
+export function deserialize(
+  bytes: Uint8Array,
+  opts: { name?: string } & ReadOptions = {},
+): SafetensorsContents {
   checkHost();
   const file = opts.name ?? '<buffer>';
   const prefix = bytes.subarray(0, 8);
@@ -180,13 +270,24 @@ export function deserialize(bytes: Uint8Array, opts: { name?: string } = {}): Sa
   } catch (e) {
     throw pickleOr(e, prefix, file);
   }
+  checkOtherDtypes(header, opts, file);
   const base = header.dataStart;
-  const tensors = materialize(header.entries, (e) => bytes.subarray(base + e.begin, base + e.end));
-  return { tensors, metadata: header.metadata };
+  const out = new Loaded(opts);
+  try {
+    for (const e of header.entries)
+      if (out.wants(e)) out.add(e, bytes.subarray(base + e.begin, base + e.end));
+  } catch (err) {
+    out.dispose();
+    throw err;
+  }
+  return { tensors: out.tensors, metadata: header.metadata, raw: out.raw };
 }
 
 /** The tensors in safetensors bytes (like safetensors.torch.load). */
-export function load(bytes: Uint8Array, opts: { name?: string } = {}): Record<string, t.Tensor> {
+export function load(
+  bytes: Uint8Array,
+  opts: { name?: string } & ReadOptions = {},
+): Record<string, t.Tensor> {
   return deserialize(bytes, opts).tensors;
 }
 
@@ -248,27 +349,30 @@ export async function readHeader(pathOrSource: string | ByteSource): Promise<Saf
   return withSource(pathOrSource, headerOf);
 }
 
-/** Reads and validates a safetensors file: tensors and metadata. */
-export async function readSafetensors(pathOrSource: string | ByteSource): Promise<SafetensorsContents> {
+/** Reads and validates a safetensors file: tensors and metadata (and raw tensors, when asked). */
+export async function readSafetensors(
+  pathOrSource: string | ByteSource,
+  opts: ReadOptions = {},
+): Promise<SafetensorsContents> {
   return withSource(pathOrSource, async (src) => {
     const header = await headerOf(src);
+    checkOtherDtypes(header, opts, src.name);
     // One read per tensor, each bounded by offsets the header validation has checked
     // against the real file size; each buffer is dropped once copied into its tensor.
-    const tensors: Record<string, t.Tensor> = {};
+    const out = new Loaded(opts);
     try {
       for (const e of header.entries) {
-        const bytes = await exactRead(src, header.dataStart + e.begin, e.end - e.begin);
-        defineKey(tensors, e.name, t.fromBytes(bytes, e.shape, e.dtype));
+        if (out.wants(e)) out.add(e, await exactRead(src, header.dataStart + e.begin, e.end - e.begin));
       }
     } catch (err) {
-      for (const x of Object.values(tensors)) x.dispose();
+      out.dispose();
       throw err;
     }
-    return { tensors, metadata: header.metadata };
+    return { tensors: out.tensors, metadata: header.metadata, raw: out.raw };
   });
 }
 
 /** The tensors in a safetensors file (like safetensors.torch.load_file). */
-export async function loadFile(path: string): Promise<Record<string, t.Tensor>> {
-  return (await readSafetensors(path)).tensors;
+export async function loadFile(path: string, opts: ReadOptions = {}): Promise<Record<string, t.Tensor>> {
+  return (await readSafetensors(path, opts)).tensors;
 }

@@ -156,6 +156,10 @@ export function parseStrictJson(text: string, maxDepth = 64): JsonValue {
     if (m === null) return fail('unexpected token');
     i += m[0].length;
     const isInteger = m[1] === undefined && !/[eE]/.test(m[0]);
+    // `-0` is no integer to Rust's serde_json (the reference parser): it reads it as the
+    // float -0.0, so a u64 field holding it is refused. Returning the number -0 (not the
+    // bigint 0n, which has no sign) lets integer-only fields refuse it the same way.
+    if (m[0] === '-0') return -0;
     if (isInteger) return BigInt(m[0]);
     const n = Number(m[0]);
     if (!Number.isFinite(n)) fail('number out of range');

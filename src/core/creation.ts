@@ -1,12 +1,18 @@
 // Tensors from JS data. The remaining factories (zeros, ones, full, arange, rand, ...)
 // are generated from libtorch's schemas in ops.generated.ts.
-import { type DType, dtypeCode, dtypeOfTypedArray, isFloatingPoint } from './dtype.ts';
-import { named } from './errors.ts';
+import {
+  type DType,
+  type DTypeName,
+  dtypeCode,
+  dtypeOfTypedArray,
+  isFloatingPoint,
+  toDType,
+} from './dtype.ts';
 import { native } from './native.ts';
 import { type DeviceLike, type NestedArray, type Tensor, wrap } from './tensor.ts';
 
 export interface TensorOptions {
-  dtype?: DType;
+  dtype?: DTypeName;
   device?: DeviceLike;
   requiresGrad?: boolean;
 }
@@ -15,7 +21,9 @@ export interface TensorOptions {
  * A tensor from nested arrays, a TypedArray or a number, like torch.tensor. Without a
  * dtype: float32 for JS numbers (int64 when every value is an integer typed as such is
  * not guessable in JS, so integers also give float32 unless `dtype` says otherwise),
- * bool for booleans, and the TypedArray's own type otherwise.
+ * bool for booleans, and the TypedArray's own type otherwise. Numbers that an integer
+ * dtype cannot hold raise a RangeError, as torch.tensor does (integers behave as Python
+ * ints, so -1 is 255 in uint8; a TypedArray is cast without a check, like a tensor).
  */
 export function tensor(
   data: NestedArray | ArrayBufferView,
@@ -37,11 +45,17 @@ export function tensor(
     flat = info.isBool ? Uint8Array.from(info.values, Number) : Float64Array.from(info.values as number[]);
     if (opts.shape) shape = opts.shape;
   }
-  const dst = opts.dtype ?? (srcDtype === 'float64' && !ArrayBuffer.isView(data) ? 'float32' : srcDtype);
+  const dst =
+    opts.dtype === undefined
+      ? srcDtype === 'float64' && !ArrayBuffer.isView(data)
+        ? 'float32'
+        : srcDtype
+      : toDType(opts.dtype, 'tensor()');
+  if (!ArrayBuffer.isView(data) && srcDtype === 'float64') checkRange(flat as Float64Array, shape, dst);
   if (opts.requiresGrad && !isFloatingPoint(dst)) {
     throw new TypeError(`tensor(): only floating point tensors can require gradients, got dtype ${dst}`);
   }
-  const dstCode = named('tensor()', () => dtypeCode(dst));
+  const dstCode = dtypeCode(dst);
   const t = wrap(native.fromTyped(flat, shape, dtypeCode(srcDtype), dstCode, opts.device));
   if (opts.requiresGrad) native.setRequiresGrad(t.h, true);
   return t;
@@ -52,22 +66,25 @@ export function tensor(
  * long as any tensor (including views) uses it; writes through either side are visible
  * to the other.
  */
-export function fromBuffer(buffer: ArrayBufferView | ArrayBuffer, shape: number[], dtype?: DType): Tensor {
-  const d = dtype ?? (ArrayBuffer.isView(buffer) ? dtypeOfTypedArray(buffer) : undefined);
+export function fromBuffer(
+  buffer: ArrayBufferView | ArrayBuffer,
+  shape: number[],
+  dtype?: DTypeName,
+): Tensor {
+  const d =
+    dtype !== undefined
+      ? toDType(dtype, 'fromBuffer()')
+      : ArrayBuffer.isView(buffer)
+        ? dtypeOfTypedArray(buffer)
+        : undefined;
   if (d === undefined)
     throw new TypeError('fromBuffer(): pass a dtype for an ArrayBuffer or this TypedArray type');
-  return wrap(
-    native.fromBuffer(
-      buffer,
-      shape,
-      named('fromBuffer()', () => dtypeCode(d)),
-    ),
-  );
+  return wrap(native.fromBuffer(buffer, shape, dtypeCode(d)));
 }
 
 /** A tensor from raw bytes of `dtype` (row-major), e.g. read from a file. Copies. */
-export function fromBytes(bytes: Uint8Array, shape: number[], dtype: DType): Tensor {
-  const code = named('fromBytes()', () => dtypeCode(dtype));
+export function fromBytes(bytes: Uint8Array, shape: number[], dtype: DTypeName): Tensor {
+  const code = dtypeCode(toDType(dtype, 'fromBytes()'));
   return wrap(native.fromTyped(bytes, shape, code, code));
 }
 
@@ -101,4 +118,49 @@ function flatten(data: NestedArray): { values: (number | boolean)[]; shape: numb
   };
   walk(data, 0, '');
   return { values, shape, isBool: isBool ?? false };
+}
+
+// The integer ranges torch.tensor checks (c10::checked_convert). Floats need no check:
+// out-of-range values become inf there too.
+const INT_RANGE: Partial<Record<DType, [number, number]>> = {
+  uint8: [0, 255],
+  int8: [-128, 127],
+  int16: [-32768, 32767],
+  int32: [-2147483648, 2147483647],
+  int64: [-(2 ** 63), 2 ** 63 - 1],
+};
+
+/**
+ * Refuses values an integer dtype cannot hold, as PyTorch's c10::overflows does: an
+ * integer (a Python int) fits a signed type in [min, max], an unsigned one in
+ * [-max, max] (a negative one wraps: -1 is 255); anything else (a Python float: a
+ * fraction, NaN, inf) must lie in [min, max] before truncation.
+ */
+function checkRange(values: Float64Array, shape: number[], dtype: DType): void {
+  const range = INT_RANGE[dtype];
+  if (range === undefined) return;
+  const [lo, hi] = range;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    const ok = Number.isInteger(v)
+      ? dtype === 'int64'
+        ? v >= lo && v < 2 ** 63 // 2 ** 63 - 1 is 2 ** 63 in a double
+        : v <= hi && (lo < 0 ? v >= lo : v >= -hi)
+      : v >= lo && v <= hi;
+    if (!ok) {
+      throw new RangeError(
+        `tensor(): value cannot be converted to type ${dtype} without overflow (${v} at ${position(i, shape)})`,
+      );
+    }
+  }
+}
+
+function position(flatIndex: number, shape: number[]): string {
+  const idx: number[] = [];
+  let rest = flatIndex;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    idx.unshift(rest % shape[d]);
+    rest = Math.floor(rest / shape[d]);
+  }
+  return idx.length ? `[${idx.join('][')}]` : 'the top level';
 }

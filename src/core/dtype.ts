@@ -167,3 +167,6 @@ export function memoryFormatCode(f: MemoryFormat): number {
   }
   return code;
 }
+
+/** A dtype as users may write it: a DType or one of PyTorch's aliases (see dtypeFromName). */
+export type DTypeName = DType | 'float' | 'double' | 'half' | 'long' | 'int' | 'short' | 'char' | 'byte';

@@ -4,7 +4,15 @@
 // (src/autograd, architecture §2): import them from there.
 
 export { fromBuffer, fromBytes, type TensorOptions, tensor } from './creation.ts';
-export { DTYPES, type DType, type MemoryFormat, type TypedArray } from './dtype.ts';
+export {
+  DTYPES,
+  type DType,
+  type DTypeName,
+  dtypeFromName,
+  type MemoryFormat,
+  type TypedArray,
+  toDType,
+} from './dtype.ts';
 export { TorchError } from './errors.ts';
 export * from './ops.ts';
 export * as ops from './ops.ts';

@@ -1,6 +1,6 @@
 // Runtime helpers for the generated op wrappers: lazy op ids, argument conversion and
 // overload matching. Kept apart so ops.generated.ts stays pure output.
-import { dtypeCode, type MemoryFormat, memoryFormatCode } from './dtype.ts';
+import { dtypeCode, type MemoryFormat, memoryFormatCode, toDType } from './dtype.ts';
 import { named } from './errors.ts';
 import { native } from './native.ts';
 import { Generator } from './random.ts';
@@ -21,11 +21,12 @@ export function makeOpTable(names: string[]): (k: number) => number {
   };
 }
 
-function describe(v: unknown): string {
+/** A value's kind for an error message; `keys` also names a plain object's keys (options). */
+function describe(v: unknown, keys = false): string {
   if (v === null) return 'null';
   if (v instanceof Tensor) return v.h < 0 ? 'a disposed Tensor' : 'Tensor';
-  if (Array.isArray(v)) return `[${v.map(describe).join(', ')}]`;
-  if (typeof v === 'object') return 'object';
+  if (Array.isArray(v)) return `[${v.map((x) => describe(x)).join(', ')}]`;
+  if (typeof v === 'object') return keys ? `{ ${Object.keys(v).join(', ')} }` : 'object';
   return typeof v;
 }
 
@@ -56,7 +57,8 @@ export function gh(v: Generator | null | undefined): number | null | undefined {
 }
 
 export function dc(v: string | null | undefined, op: string): number | null | undefined {
-  return v == null ? v : named(op, () => dtypeCode(v));
+  // the one alias table (core/dtype.ts): 'double', 'short', 'char', ... are accepted
+  return v == null ? v : dtypeCode(toDType(v, op));
 }
 
 export function mfc(v: MemoryFormat | null | undefined, op: string): number | null | undefined {
@@ -90,13 +92,50 @@ function isOptions(v: unknown): boolean {
   );
 }
 
-/** Number of positional arguments: a trailing plain object holds keyword-only options. */
-export function positionalCount(a: unknown[]): number {
-  return a.length > 0 && isOptions(a[a.length - 1]) ? a.length - 1 : a.length;
+/**
+ * Number of positional arguments: a trailing plain object holds options. When taking it
+ * so would leave fewer than `required` positional arguments (the fewest any overload
+ * needs), it must name only parameters (`names`): `cumsum(x, { dim: 0 })` names one,
+ * `cat({ length: 2 })` is a misplaced argument, and the conversion error says so.
+ */
+export function positionalCount(a: unknown[], required = 0, names?: readonly string[]): number {
+  const last = a[a.length - 1];
+  if (a.length === 0 || !isOptions(last)) return a.length;
+  if (a.length > required || names === undefined) return a.length - 1;
+  for (const k in last as object) if (!names.includes(k)) return a.length;
+  return a.length - 1;
 }
 
-export function noOverload(fn: string, a: unknown[]): TypeError {
+/**
+ * Whether an options object names only parameters of this overload that were not given
+ * positionally: `names` are its parameters in schema order (keyword-only ones last), `n`
+ * the positional count. An unknown or doubly given name rules the overload out, as
+ * Python's argument parser does.
+ */
+export function optionsFit(o: Record<string, unknown>, names: readonly string[], n: number): boolean {
+  for (const k in o) {
+    if (o[k] === undefined) continue;
+    if (names.indexOf(k) < n) return false;
+  }
+  return true;
+}
+
+/**
+ * The error when no overload fits. An options object naming something no overload
+ * takes (a typo, a Python-only name) is named first: that is the usual cause.
+ */
+export function noOverload(fn: string, a: unknown[], params?: readonly string[]): TypeError {
+  const last = a[a.length - 1];
+  if (params && isOptions(last)) {
+    const unknown = Object.keys(last as object).filter((k) => !params.includes(k) || k === 'self');
+    if (unknown.length) {
+      const known = params.filter((k) => k !== 'self').join(', ');
+      return new TypeError(
+        `${fn}(): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}; ${fn} takes ${known}`,
+      );
+    }
+  }
   return new TypeError(
-    `${fn}(): no overload accepts (${a.map(describe).join(', ')}); see its signatures in ops.generated.ts`,
+    `${fn}(): no overload accepts (${a.map((x) => describe(x, true)).join(', ')}); see its signatures in ops.generated.ts`,
   );
 }

@@ -4,11 +4,16 @@
 import { inspect } from 'node:util';
 import {
   type DType,
+  type DTypeName,
   dtypeCode,
   dtypeFromCode,
+  dtypeFromName,
+  ITEM_SIZE,
+  isFloatingPoint,
   type MemoryFormat,
   memoryFormatCode,
   type TypedArray,
+  toDType,
   typedArrayFor,
 } from './dtype.ts';
 import { named } from './errors.ts';
@@ -24,7 +29,7 @@ export type DeviceLike = string;
 export type NestedArray = number | boolean | NestedArray[];
 
 export interface ToOptions {
-  dtype?: DType;
+  dtype?: DTypeName;
   device?: DeviceLike;
   memoryFormat?: MemoryFormat;
   copy?: boolean;
@@ -41,6 +46,22 @@ const toOp = rawOp('aten::to', 'dtype_layout');
 const contiguousOp = rawOp('aten::contiguous', '');
 const cloneOp = rawOp('aten::clone', '');
 const detachOp = rawOp('aten::detach', '');
+const numpyTOp = rawOp('aten::numpy_T', '');
+const mTOp = rawOp('aten::mT', '');
+
+// torch.Tensor.type()'s names: 'torch.FloatTensor', 'torch.cuda.LongTensor', ...
+const TYPE_NAMES: Record<DType, string> = {
+  float32: 'FloatTensor',
+  float64: 'DoubleTensor',
+  float16: 'HalfTensor',
+  bfloat16: 'BFloat16Tensor',
+  int64: 'LongTensor',
+  int32: 'IntTensor',
+  int16: 'ShortTensor',
+  int8: 'CharTensor',
+  uint8: 'ByteTensor',
+  bool: 'BoolTensor',
+};
 
 export class Tensor implements Handle {
   /** Native handle; -1 after dispose(). */
@@ -142,13 +163,18 @@ export class Tensor implements Handle {
 
   // --- conversion -------------------------------------------------------------------
 
-  /** `to('float64')`, `to('cuda:0')`, `to({ dtype, device, memoryFormat, copy })`. */
-  to(target: DType | DeviceLike | ToOptions, opts: Omit<ToOptions, 'dtype' | 'device'> = {}): Tensor {
+  /**
+   * `to('float64')` (or an alias: `'double'`, `'short'`, `'char'`, ...), `to('cuda:0')`,
+   * `to({ dtype, device, memoryFormat, copy })`. A string is a dtype when it names one
+   * (core/dtype.ts's one table), else a device.
+   */
+  to(target: DTypeName | DeviceLike | ToOptions, opts: Omit<ToOptions, 'dtype' | 'device'> = {}): Tensor {
     let o: ToOptions;
-    if (typeof target === 'string')
-      o = isDTypeName(target) ? { ...opts, dtype: target } : { ...opts, device: target };
-    else o = target;
-    const dtype = o.dtype === undefined ? null : named('to()', () => dtypeCode(o.dtype!));
+    if (typeof target === 'string') {
+      const d = dtypeFromName(target);
+      o = d !== undefined ? { ...opts, dtype: d } : { ...opts, device: target };
+    } else o = target;
+    const dtype = o.dtype === undefined ? null : dtypeCode(toDType(o.dtype, 'to()'));
     const memoryFormat =
       o.memoryFormat === undefined ? null : named('to()', () => memoryFormatCode(o.memoryFormat!));
     return wrap(
@@ -181,14 +207,73 @@ export class Tensor implements Handle {
   detach(): Tensor {
     return wrap(native.call(detachOp(), this.h) as number);
   }
+  // PyTorch's dtype shortcuts: `x.half()` is `x.to('float16')` (this tensor when it has
+  // that dtype already).
+  half(): Tensor {
+    return this.to('float16');
+  }
   float(): Tensor {
     return this.to('float32');
   }
   double(): Tensor {
     return this.to('float64');
   }
+  bfloat16(): Tensor {
+    return this.to('bfloat16');
+  }
   long(): Tensor {
     return this.to('int64');
+  }
+  int(): Tensor {
+    return this.to('int32');
+  }
+  short(): Tensor {
+    return this.to('int16');
+  }
+  char(): Tensor {
+    return this.to('int8');
+  }
+  byte(): Tensor {
+    return this.to('uint8');
+  }
+  bool(): Tensor {
+    return this.to('bool');
+  }
+  /**
+   * Without an argument, PyTorch's type string (`'torch.FloatTensor'`, on CUDA
+   * `'torch.cuda.FloatTensor'`); with a dtype name or such a type string, the tensor
+   * converted to it.
+   */
+  type(): string;
+  type(dtype: DTypeName | string): Tensor;
+  type(dtype?: DTypeName | string): string | Tensor {
+    const cuda = this.isCuda ? 'cuda.' : '';
+    if (dtype === undefined) return `torch.${cuda}${TYPE_NAMES[this.dtype]}`;
+    const m = /^torch\.(cuda\.)?([A-Za-z0-9]+)$/.exec(dtype);
+    if (m) {
+      const d = (Object.keys(TYPE_NAMES) as DType[]).find((k) => TYPE_NAMES[k] === m[2]);
+      if (d === undefined) throw new TypeError(`type(): unknown tensor type '${dtype}'`);
+      return this.to({ dtype: d, device: m[1] ? (this.isCuda ? this.device : 'cuda') : 'cpu' });
+    }
+    return this.to({ dtype: toDType(dtype, 'type()') });
+  }
+  isFloatingPoint(): boolean {
+    return isFloatingPoint(this.dtype);
+  }
+  isComplex(): boolean {
+    return false; // tsddp has no complex dtypes
+  }
+  /** Bytes per element, like torch.Tensor.element_size(). */
+  elementSize(): number {
+    return ITEM_SIZE[this.dtype];
+  }
+  /** `x.T`: the dimensions reversed (PyTorch deprecates it beyond 2 dimensions). */
+  get T(): Tensor {
+    return wrap(native.call(numpyTOp(), this.h) as number);
+  }
+  /** `x.mT`: the last two dimensions swapped (a batch of matrices transposed). */
+  get mT(): Tensor {
+    return wrap(native.call(mTOp(), this.h) as number);
   }
   cpu(): Tensor {
     return this.to('cpu');
@@ -216,6 +301,10 @@ export class Tensor implements Handle {
   /** The value of a one-element tensor. */
   item(): number {
     return Number(native.item(this.h));
+  }
+  /** torch.Tensor.tolist(): the same as toArray() (a number for a 0-dimensional tensor). */
+  tolist(): NestedArray {
+    return this.toArray();
   }
   /** Nested JS arrays (numbers; booleans for bool tensors; int64 as numbers). */
   toArray(): NestedArray {
@@ -264,25 +353,4 @@ export function wrap(h: number): Tensor {
   const t = new Tensor(h);
   track(t);
   return t;
-}
-
-const DTYPE_NAMES = new Set<string>([
-  'float32',
-  'float64',
-  'float16',
-  'bfloat16',
-  'int64',
-  'int32',
-  'int16',
-  'int8',
-  'uint8',
-  'bool',
-  'float',
-  'double',
-  'half',
-  'long',
-  'int',
-]);
-function isDTypeName(s: string): s is DType {
-  return DTYPE_NAMES.has(s);
 }

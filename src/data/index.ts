@@ -32,6 +32,8 @@ export {
   SequentialSampler,
   type Sized,
   SubsetRandomSampler,
+  WeightedRandomSampler,
+  type WeightedRandomSamplerOptions,
 } from './samplers.ts';
 export {
   type BatchRandomOptions,

@@ -133,6 +133,103 @@ export class SubsetRandomSampler implements Sampler {
   }
 }
 
+export interface WeightedRandomSamplerOptions {
+  /** Draw with replacement (default true, as in PyTorch); without, each index at most once. */
+  replacement?: boolean;
+  /** The generator to draw from (default: the default generator); it advances with every epoch. */
+  generator?: t.Generator;
+}
+
+/**
+ * Indices 0..weights.length-1 drawn with probabilities proportional to `weights`, like
+ * torch.utils.data.WeightedRandomSampler: each epoch is one
+ * `torch.multinomial(weights, numSamples, replacement, generator)` (libtorch's own), so
+ * with an equally seeded generator (or after the same `manualSeed`) the draws are
+ * PyTorch's. The weights need not sum to one. Bad arguments are refused here, at
+ * construction, where PyTorch would fail at the first draw.
+ */
+export class WeightedRandomSampler implements Sampler {
+  /** The weights as float64 (PyTorch keeps `torch.as_tensor(weights, dtype=torch.double)`). */
+  readonly weights: Float64Array;
+  readonly numSamples: number;
+  readonly replacement: boolean;
+  readonly generator: t.Generator | undefined;
+
+  constructor(
+    weights: ArrayLike<number> | t.Tensor,
+    numSamples: number,
+    opts: WeightedRandomSamplerOptions = {},
+  ) {
+    const what = 'WeightedRandomSampler';
+    if (typeof numSamples !== 'number' || !Number.isInteger(numSamples) || numSamples <= 0) {
+      throw new RangeError(`${what}: numSamples should be a positive integer, got ${String(numSamples)}`);
+    }
+    const replacement = opts.replacement ?? true;
+    if (typeof replacement !== 'boolean') {
+      throw new TypeError(`${what}: replacement should be a boolean, got ${String(replacement)}`);
+    }
+    this.weights = weightsArray(weights, what);
+    this.numSamples = numSamples;
+    this.replacement = replacement;
+    this.generator = opts.generator;
+    const n = this.weights.length;
+    if (!replacement && numSamples > n) {
+      throw new RangeError(
+        `${what}: numSamples (${numSamples}) is more than the ${n} weights; without replacement each index is drawn at most once`,
+      );
+    }
+  }
+
+  get length(): number {
+    return this.numSamples;
+  }
+
+  *[Symbol.iterator](): Iterator<number> {
+    // Drawn on the first next(), as PyTorch's generator function does.
+    const draws = t.tidy(() => {
+      const w = t.tensor(this.weights, { dtype: 'float64' });
+      const opts = this.generator ? { generator: this.generator } : {};
+      return indexList(t.multinomial(w, this.numSamples, this.replacement, opts));
+    });
+    yield* draws;
+  }
+}
+
+/** The weights as a Float64Array: one dimension, at least one, finite, non-negative, not all zero. */
+function weightsArray(weights: ArrayLike<number> | t.Tensor, what: string): Float64Array {
+  let w: Float64Array;
+  if (weights instanceof t.Tensor) {
+    if (weights.dim() !== 1) {
+      throw new RangeError(`${what}: weights should be 1-D, got shape [${weights.shape.join(', ')}]`);
+    }
+    w = t.tidy(() => Float64Array.from(weights.to('float64').toTypedArray() as Float64Array));
+  } else {
+    if (weights === null || typeof weights !== 'object' || typeof weights.length !== 'number') {
+      throw new TypeError(`${what}: weights should be an array of numbers or a 1-D tensor`);
+    }
+    w = new Float64Array(weights.length);
+    for (let i = 0; i < weights.length; i++) {
+      const x = weights[i];
+      if (typeof x !== 'number') {
+        throw new TypeError(
+          `${what}: weights should be 1-D numbers, but weights[${i}] is ${Array.isArray(x) ? 'an array' : typeof x}`,
+        );
+      }
+      w[i] = x;
+    }
+  }
+  if (w.length === 0) throw new RangeError(`${what}: weights is empty`);
+  let sum = 0;
+  for (let i = 0; i < w.length; i++) {
+    if (!(w[i] >= 0) || w[i] === Number.POSITIVE_INFINITY) {
+      throw new RangeError(`${what}: weights[${i}] is ${w[i]}; weights must be finite and non-negative`);
+    }
+    sum += w[i];
+  }
+  if (sum === 0) throw new RangeError(`${what}: weights are all zero; at least one must be positive`);
+  return w;
+}
+
 /** Groups another sampler's indices into lists of `batchSize` (torch.utils.data.BatchSampler). */
 export class BatchSampler implements Sampler<number[]> {
   constructor(

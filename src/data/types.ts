@@ -1,6 +1,7 @@
 // What datasets produce and workers exchange. Plain JS values only: this file (like every
 // module a data worker loads) must not import the native addon.
-import type { DType } from '../core/dtype.ts';
+// core/dtype.ts is plain data (no addon), so workers may load it: its tables are the one source.
+import { type DType, dtypeOfTypedArray } from '../core/dtype.ts';
 import type { Rng } from './rng.ts';
 
 /** The typed arrays a sample field may hold (their dtype follows the array type). */
@@ -80,17 +81,12 @@ export type ArrayBatch = Record<string, NdArray | string[]> | (NdArray | string[
 /** A collate function that runs where samples are loaded (in workers: given as a ModuleRef). */
 export type CollateFn = (samples: Sample[]) => ArrayBatch;
 
-/** Typed arrays' dtypes, for messages and collation. */
+/** Typed arrays' dtypes (core's table; `bool` marks 0/1 bytes), for messages and collation. */
 export function dtypeOfArray(a: SampleArray, bool?: 'bool'): DType {
   if (bool === 'bool') return 'bool';
-  if (a instanceof Float32Array) return 'float32';
-  if (a instanceof Float64Array) return 'float64';
-  if (a instanceof Int32Array) return 'int32';
-  if (a instanceof Int16Array) return 'int16';
-  if (a instanceof Int8Array) return 'int8';
-  if (a instanceof Uint8Array) return 'uint8';
-  if (a instanceof BigInt64Array) return 'int64';
-  throw new TypeError(`unsupported array type ${(a as object).constructor?.name}`);
+  const d = isSampleArray(a) ? dtypeOfTypedArray(a) : undefined;
+  if (d === undefined) throw new TypeError(`unsupported array type ${(a as object)?.constructor?.name}`);
+  return d;
 }
 
 export function isSampleArray(v: unknown): v is SampleArray {

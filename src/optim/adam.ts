@@ -1,11 +1,14 @@
 // Adam and AdamW, as torch.optim.Adam / torch.optim.AdamW (AdamW is Adam with
-// decoupled weight decay). The update follows PyTorch's _multi_tensor_adam op for op
-// (non-capturable branch: bias corrections computed in JS from each parameter's step
-// count), or calls libtorch's fused kernels (_fused_adam_ / _fused_adamw_) with
-// `fused: true`. The per-parameter `step` is a float32 scalar tensor, as in PyTorch.
+// decoupled weight decay). The update follows PyTorch's _single_tensor_adam (the CPU
+// default) or _multi_tensor_adam (`foreach`) op for op (non-capturable branch: bias
+// corrections computed from each parameter's step count with Python's float power),
+// or calls libtorch's fused kernels (_fused_adam_ / _fused_adamw_) with `fused: true`.
+// The per-parameter `step` is a float32 scalar tensor, as in PyTorch.
 
+import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { cPow } from './c-math.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 
@@ -19,7 +22,11 @@ export interface AdamOptions {
   weightDecay?: number;
   amsgrad?: boolean;
   maximize?: boolean;
-  /** Multi-tensor kernels; see SGDOptions.foreach. */
+  /**
+   * Multi-tensor kernels. Unset, as in PyTorch: on CUDA, yes; on CPU, a loop over
+   * parameters. Both give PyTorch's numbers for their path (the same in float32 and
+   * float64; in float16/bfloat16 PyTorch's own two paths differ in the last bit).
+   */
   foreach?: boolean | null;
   /** libtorch's fused Adam(W) kernel. */
   fused?: boolean | null;
@@ -73,10 +80,7 @@ export class Adam extends Optimizer {
       grads.push(g);
       const s = this.stateOf(p);
       if (Object.keys(s).length === 0) {
-        if (
-          fused &&
-          !(p.dtype === 'float32' || p.dtype === 'float64' || p.dtype === 'float16' || p.dtype === 'bfloat16')
-        ) {
+        if (fused && !isFloatingPoint(p.dtype)) {
           throw new TypeError(`\`fused: true\` requires floating point parameters, got ${p.dtype}`);
         }
         // PyTorch keeps a non-fused step on the CPU and a fused one on the parameter's device.
@@ -103,9 +107,68 @@ export class Adam extends Optimizer {
         maxExpAvgSqs: amsgrad ? tensorsOf('max_exp_avg_sq') : [],
         steps: tensorsOf('step'),
       };
+      const foreach = group.foreach ?? ps[0].device.startsWith('cuda');
       if (fused) this.fused(group, ps, gs, st);
-      else this.multiTensor(group, ps, gs, st);
+      else if (foreach) this.multiTensor(group, ps, gs, st);
+      else this.singleTensor(group, ps, gs, st);
     }
+  }
+
+  /**
+   * PyTorch's _single_tensor_adam (capturable = false): one parameter at a time.
+   * Where PyTorch passes a Python float as a tensor operand (`mul_(beta2)`, `/
+   * bias_correction2_sqrt`, `add_(eps)`, `mul_(1 - lr * weight_decay)`), the kernel
+   * gets a double; a Scalar overload would round it to the parameter's dtype first, so
+   * these go as 0-dim float64 tensors (which do not change the result's dtype).
+   */
+  private singleTensor(group: ParamGroup, params: Tensor[], grads: Tensor[], st: AdamTensors): void {
+    checkNoAmpScaling(this);
+    const lr = hyper(group, 'lr');
+    const [beta1, beta2] = betasOf(group);
+    const weightDecay = hyper(group, 'weightDecay');
+    const eps = hyper(group, 'eps');
+    const maximize = flag(group, 'maximize');
+    const amsgrad = flag(group, 'amsgrad');
+    const decoupled = flag(group, 'decoupledWeightDecay');
+    const double = (v: number) => t.full([], v, { dtype: 'float64' });
+    const beta2T = double(beta2);
+    const epsT = double(eps);
+    const decayT = double(1 - lr * weightDecay);
+    // lr / bias_correction1 and sqrt(bias_correction2), once per distinct step count.
+    const byStep = new Map<number, [number, number]>();
+    const corrections = (step: number): [number, number] => {
+      let c = byStep.get(step);
+      if (c === undefined) {
+        c = [lr / (1 - cPow(beta1, step)), cPow(1 - cPow(beta2, step), 0.5)];
+        byStep.set(step, c);
+      }
+      return c;
+    };
+    params.forEach((param, i) => {
+      t.tidy(() => {
+        let grad = maximize ? grads[i].neg() : grads[i];
+        const expAvg = st.expAvgs[i];
+        const expAvgSq = st.expAvgSqs[i];
+        const stepT = st.steps[i];
+        stepT.add_(1);
+        if (weightDecay !== 0) {
+          if (decoupled) param.mul_(decayT);
+          else grad = grad.add(param, { alpha: weightDecay });
+        }
+        expAvg.lerp_(grad, 1 - beta1);
+        expAvgSq.mul_(beta2T).addcmul_(grad, grad, { value: 1 - beta2 });
+        const [stepSize, bc2Sqrt] = corrections(stepT.item());
+        let sq = expAvgSq;
+        if (amsgrad) {
+          const max = st.maxExpAvgSqs[i];
+          // torch.maximum(max, exp_avg_sq, out=max): exact, so a copy gives the same bits.
+          max.copy_(t.maximum(max, expAvgSq));
+          sq = max;
+        }
+        const denom = sq.sqrt().div(double(bc2Sqrt)).add_(epsT);
+        param.addcdiv_(expAvg, denom, { value: -stepSize });
+      });
+    });
   }
 
   /** PyTorch's _multi_tensor_adam (capturable = false) for one device and dtype. */
@@ -127,13 +190,20 @@ export class Adam extends Optimizer {
     t._foreachLerp_(st.expAvgs, grads, 1 - beta1);
     t._foreachMul_(st.expAvgSqs, beta2);
     t._foreachAddcmul_(st.expAvgSqs, grads, grads, 1 - beta2);
-    // Bias corrections in double precision from each parameter's own step count.
+    // Bias corrections in double precision from each parameter's own step count, with
+    // Python's float power (cPow), computed once per distinct step.
     const stepSize: number[] = [];
     const bc2Sqrt: number[] = [];
+    const byStep = new Map<number, [number, number]>();
     for (const s of st.steps) {
       const step = s.item();
-      stepSize.push((lr / (1 - beta1 ** step)) * -1);
-      bc2Sqrt.push((1 - beta2 ** step) ** 0.5);
+      let c = byStep.get(step);
+      if (c === undefined) {
+        c = [(lr / (1 - cPow(beta1, step))) * -1, cPow(1 - cPow(beta2, step), 0.5)];
+        byStep.set(step, c);
+      }
+      stepSize.push(c[0]);
+      bc2Sqrt.push(c[1]);
     }
     let denom: Tensor[];
     if (flag(group, 'amsgrad')) {

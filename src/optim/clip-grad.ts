@@ -93,8 +93,26 @@ export function clipGradValue_(params: Tensor | Tensor[], clipValue: number): vo
       const grads = gradsOf(params);
       for (const idx of groupIndicesByDeviceAndDtype(grads)) {
         const gs = pick(grads, idx);
-        t._foreachClampMin_(gs, -clipValue);
-        t._foreachClampMax_(gs, clipValue);
+        if (clipValue === 0) {
+          // PyTorch clamps to [-0.0, 0.0] (a float), so negative gradients become -0.
+          // A JS 0 or -0 reaches libtorch as the integer 0, which has no sign: the
+          // bounds go as 0-dim float64 tensors instead (same kernel, per tensor).
+          const device = gs[0].device;
+          const bound = (v: number) => t.tensor(Float64Array.of(v)).reshape([]).to({ device });
+          const lo = bound(-clipValue);
+          const hi = bound(clipValue);
+          t._foreachClampMin_(
+            gs,
+            gs.map(() => lo),
+          );
+          t._foreachClampMax_(
+            gs,
+            gs.map(() => hi),
+          );
+        } else {
+          t._foreachClampMin_(gs, -clipValue);
+          t._foreachClampMax_(gs, clipValue);
+        }
       }
     }),
   );

@@ -4,12 +4,21 @@
 //     decoupledWeightDecay <-> decoupled_weight_decay, ... (state keys such as momentum_buffer,
 //     exp_avg, exp_avg_sq, max_exp_avg_sq, step are PyTorch's already and are left as they are);
 //   schedulers: lastEpoch <-> last_epoch, baseLrs <-> base_lrs, _stepCount <-> _step_count,
-//     _lastLr <-> _last_lr, stepSize <-> step_size, tMax <-> T_max, etaMin <-> eta_min, ...
+//     _lastLr <-> _last_lr, stepSize <-> step_size, tMax <-> T_max, etaMin <-> eta_min,
+//     t0 / tI / tMult / tCur <-> T_0 / T_i / T_mult / T_cur, ...;
+//     OneCycleLR's phases name group keys in their values too (start_lr: 'initial_lr').
 
 import type { SchedulerStateDict } from './lr-scheduler/base.ts';
 import type { OptimizerStateDict, ParamState } from './optimizer.ts';
 
-const TO_PYTORCH: Record<string, string> = { tMax: 'T_max', paramGroups: 'param_groups' };
+const TO_PYTORCH: Record<string, string> = {
+  tMax: 'T_max',
+  t0: 'T_0',
+  tI: 'T_i',
+  tMult: 'T_mult',
+  tCur: 'T_cur',
+  paramGroups: 'param_groups',
+};
 const FROM_PYTORCH: Record<string, string> = Object.fromEntries(
   Object.entries(TO_PYTORCH).map(([a, b]) => [b, a]),
 );
@@ -54,10 +63,23 @@ export function optimizerStateDictFromPyTorch(sd: PyTorchOptimizerStateDict): Op
   };
 }
 
-function renameDeep(v: unknown, rename: (k: string) => string): unknown {
-  if (Array.isArray(v)) return v.map((x) => renameDeep(x, rename));
+// OneCycleLR's phases name param-group keys in their values (start_lr: 'initial_lr'),
+// so those values are renamed too.
+const PHASE_NAME_KEYS = new Set(['startLr', 'endLr', 'startMomentum', 'endMomentum']);
+const PHASE_NAME_KEYS_PT = new Set(['start_lr', 'end_lr', 'start_momentum', 'end_momentum']);
+
+function renameDeep(v: unknown, rename: (k: string) => string, inPhases = false): unknown {
+  if (Array.isArray(v)) return v.map((x) => renameDeep(x, rename, inPhases));
   if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [rename(k), renameDeep(x, rename)]));
+    return Object.fromEntries(
+      Object.entries(v).map(([k, x]) => {
+        if (inPhases && typeof x === 'string' && (PHASE_NAME_KEYS.has(k) || PHASE_NAME_KEYS_PT.has(k))) {
+          return [rename(k), rename(x)];
+        }
+        const phases = k === '_schedulePhases' || k === '_schedule_phases';
+        return [rename(k), renameDeep(x, rename, phases)];
+      }),
+    );
   }
   return v;
 }

@@ -1,9 +1,11 @@
 // SGD with momentum, dampening, Nesterov, weight decay and maximize, as
 // torch.optim.SGD. The update runs as multi-tensor (_foreach_*) kernels, following
 // PyTorch's _multi_tensor_sgd op for op, or as libtorch's fused kernel (_fused_sgd_)
-// with `fused: true`. (On CPU PyTorch defaults to a per-parameter loop; its results
-// equal the multi-tensor ones, which the fixtures check.)
+// with `fused: true`. On CPU PyTorch defaults to a per-parameter loop, which is
+// followed op for op too: its results equal the multi-tensor ones in float32/float64,
+// but not in float16/bfloat16 (the fixtures check all three paths).
 
+import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
@@ -22,7 +24,8 @@ export interface SGDOptions {
   /**
    * Multi-tensor (`_foreach_*`) kernels. Unset, as in PyTorch: on CUDA, yes; on CPU, a
    * loop over parameters (for ResNet-50 on 2 cores both take 30-37 ms a step; `fused`
-   * takes 12-14 ms). Both give the same numbers.
+   * takes 12-14 ms). Both give PyTorch's numbers for their path (the same in float32 and
+   * float64; in float16/bfloat16 PyTorch's own foreach and per-parameter results differ).
    */
   foreach?: boolean | null;
   /** libtorch's fused SGD kernel (one kernel per device and dtype). */
@@ -60,9 +63,7 @@ export class SGD extends Optimizer {
     if (flag(g, 'differentiable')) throw new RangeError('differentiable SGD is not supported');
     if (flag(g, 'fused')) {
       for (const p of g.params) {
-        if (
-          !(p.dtype === 'float32' || p.dtype === 'float64' || p.dtype === 'float16' || p.dtype === 'bfloat16')
-        ) {
+        if (!isFloatingPoint(p.dtype)) {
           throw new TypeError(`\`fused: true\` requires floating point parameters, got ${p.dtype}`);
         }
       }
@@ -98,6 +99,11 @@ export class SGD extends Optimizer {
     const weightDecay = hyper(group, 'weightDecay');
     const maximize = flag(group, 'maximize');
     const nesterov = flag(group, 'nesterov');
+    // PyTorch's `buf.mul_(momentum)` passes a Python float, which reaches the kernel as
+    // a double; mul_.Scalar would round it to the buffer's dtype first (float16 and
+    // bfloat16 then drift from PyTorch). A 0-dim float64 CPU tensor keeps the double
+    // and, being 0-dim, does not change the in-place result's dtype.
+    const momentumScalar = t.full([], momentum, { dtype: 'float64' });
     params.forEach((p, i) => {
       t.tidy(() => {
         let grad = maximize ? grads[i].neg() : grads[i];
@@ -105,7 +111,7 @@ export class SGD extends Optimizer {
         if (momentum !== 0) {
           const state = this.stateOf(p);
           let buf = state.momentum_buffer;
-          if (buf instanceof t.Tensor) buf.mul_(momentum).add_(grad, { alpha: 1 - dampening });
+          if (buf instanceof t.Tensor) buf.mul_(momentumScalar).add_(grad, { alpha: 1 - dampening });
           else {
             buf = grad.detach().clone().keep();
             state.momentum_buffer = buf;

@@ -36,10 +36,17 @@ export abstract class LRScheduler {
 
   /**
    * `lastEpoch` other than -1 resumes a schedule: every group must then already have
-   * an initialLr (load the optimizer's state first).
+   * an initialLr (load the optimizer's state first). `bare` leaves the param groups
+   * and baseLrs alone, for the schedulers that do not run PyTorch's base constructor
+   * (ReduceLROnPlateau, ChainedScheduler).
    */
-  constructor(optimizer: Optimizer, lastEpoch = -1) {
+  constructor(optimizer: Optimizer, lastEpoch = -1, bare = false) {
     this.optimizer = optimizer;
+    this.lastEpoch = lastEpoch;
+    if (bare) {
+      this.baseLrs = [];
+      return;
+    }
     if (lastEpoch === -1) {
       for (const g of optimizer.paramGroups) if (g.initialLr === undefined) g.initialLr = g.lr;
     } else {
@@ -52,7 +59,6 @@ export abstract class LRScheduler {
       });
     }
     this.baseLrs = optimizer.paramGroups.map((g) => g.initialLr as number);
-    this.lastEpoch = lastEpoch;
   }
 
   /** The next learning rate of every group (PyTorch's get_lr, the chainable form). */
@@ -66,10 +72,14 @@ export abstract class LRScheduler {
     return [...this._lastLr];
   }
 
-  /** Advances the schedule by one step (call it after optimizer.step()). */
-  step(): void {
+  /**
+   * Advances the schedule by one step (call it after optimizer.step()). As in
+   * PyTorch, `epoch` (deprecated there) moves to that epoch instead, through the closed
+   * form where the scheduler has one; ReduceLROnPlateau takes its metric here.
+   */
+  step(epoch?: number): void {
     this._stepCount += 1;
-    this._updateLr();
+    this._updateLr(epoch);
   }
 
   /**

@@ -1,7 +1,8 @@
 // CosineAnnealingLR: lr follows half a cosine from the base lr down to etaMin over
 // tMax steps (then back up, periodically). Like PyTorch, step() uses the recursive
 // form, which drifts from the closed form by rounding: the fixture holds it to
-// PyTorch's own numbers.
+// PyTorch's own numbers, bit for bit (C's cos through cCos, as Python's math.cos).
+import { cCos } from '../c-math.ts';
 import type { Optimizer } from '../optimizer.ts';
 import { currentLrs, LRScheduler, pyMod } from './base.ts';
 
@@ -29,21 +30,19 @@ export class CosineAnnealingLR extends LRScheduler {
     const { tMax: T, etaMin, lastEpoch: e } = this;
     if (this._isInitial) return currentLrs(this.optimizer);
     if (this._stepCount === 1 && e > 0) {
-      return this.baseLrs.map((b) => etaMin + ((b - etaMin) * (1 + Math.cos((e * Math.PI) / T))) / 2);
+      return this.baseLrs.map((b) => etaMin + ((b - etaMin) * (1 + cCos((e * Math.PI) / T))) / 2);
     }
     if (pyMod(e - 1 - T, 2 * T) === 0) {
-      return groups.map((g, i) => g.lr + ((this.baseLrs[i] - etaMin) * (1 - Math.cos(Math.PI / T))) / 2);
+      return groups.map((g, i) => g.lr + ((this.baseLrs[i] - etaMin) * (1 - cCos(Math.PI / T))) / 2);
     }
     return groups.map(
-      (g) =>
-        ((1 + Math.cos((Math.PI * e) / T)) / (1 + Math.cos((Math.PI * (e - 1)) / T))) * (g.lr - etaMin) +
-        etaMin,
+      (g) => ((1 + cCos((Math.PI * e) / T)) / (1 + cCos((Math.PI * (e - 1)) / T))) * (g.lr - etaMin) + etaMin,
     );
   }
 
   override getClosedFormLr(): number[] {
     const { tMax: T, etaMin, lastEpoch: e } = this;
-    return this.baseLrs.map((b) => etaMin + ((b - etaMin) * (1 + Math.cos((Math.PI * e) / T))) / 2);
+    return this.baseLrs.map((b) => etaMin + ((b - etaMin) * (1 + cCos((Math.PI * e) / T))) / 2);
   }
 
   protected override stateKeys(): string[] {

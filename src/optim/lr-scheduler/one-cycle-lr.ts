@@ -2,9 +2,12 @@
 // maxLr / divFactor to maxLr over the first pctStart of totalSteps, then anneals to
 // initialLr / finalDivFactor (three phases with threePhase), while the momentum (or
 // Adam's beta1) cycles the opposite way. It adds initialLr, maxLr, minLr,
-// maxMomentum and baseMomentum to each param group, as PyTorch does.
+// maxMomentum and baseMomentum to each param group, as PyTorch does. Its phases are
+// state (PyTorch's _schedule_phases): a loaded state dict's phases and totalSteps win
+// over the constructor's.
+import { cCos } from '../c-math.ts';
 import type { Optimizer, ParamGroup } from '../optimizer.ts';
-import { LRScheduler } from './base.ts';
+import { LRScheduler, type SchedulerStateDict } from './base.ts';
 
 export interface OneCycleLROptions {
   /** Total number of steps; or give epochs and stepsPerEpoch. */
@@ -25,7 +28,12 @@ export interface OneCycleLROptions {
   lastEpoch?: number;
 }
 
-interface Phase {
+/**
+ * One phase of the cycle, as PyTorch's `_schedule_phases` entries: the last step of
+ * the phase and the names of the param-group keys it anneals between (tsddp's names,
+ * initialLr; pytorch-names.ts gives initial_lr in a PyTorch state dict).
+ */
+export interface OneCyclePhase {
   endStep: number;
   startLr: string;
   endLr: string;
@@ -38,7 +46,8 @@ export class OneCycleLR extends LRScheduler {
   _annealFuncType: 'cos' | 'linear';
   cycleMomentum: boolean;
   useBeta1 = false;
-  private readonly phases: Phase[];
+  /** The phases; part of the state, so a loaded state's phases win over the constructor's (as in PyTorch). */
+  _schedulePhases: OneCyclePhase[];
 
   constructor(optimizer: Optimizer, maxLr: number | number[], opts: OneCycleLROptions = {}) {
     super(optimizer, opts.lastEpoch ?? -1);
@@ -64,7 +73,7 @@ export class OneCycleLR extends LRScheduler {
       throw new RangeError(`Expected float between 0 and 1 pctStart, but got ${pctStart}`);
     }
     const total = this.totalSteps;
-    this.phases = opts.threePhase
+    this._schedulePhases = opts.threePhase
       ? [
           phase(pctStart * total - 1, 'initialLr', 'maxLr', 'maxMomentum', 'baseMomentum'),
           phase(2 * pctStart * total - 2, 'maxLr', 'initialLr', 'baseMomentum', 'maxMomentum'),
@@ -114,7 +123,7 @@ export class OneCycleLR extends LRScheduler {
 
   private anneal(start: number, end: number, pct: number): number {
     if (this._annealFuncType === 'cos') {
-      const cosOut = Math.cos(Math.PI * pct) + 1;
+      const cosOut = cCos(Math.PI * pct) + 1;
       return end + ((start - end) / 2.0) * cosOut;
     }
     return (end - start) * pct + start;
@@ -129,9 +138,10 @@ export class OneCycleLR extends LRScheduler {
     }
     return this.optimizer.paramGroups.map((g) => {
       let startStep = 0.0;
-      for (let i = 0; i < this.phases.length; i++) {
-        const p = this.phases[i];
-        if (stepNum <= p.endStep || i === this.phases.length - 1) {
+      const phases = this._schedulePhases;
+      for (let i = 0; i < phases.length; i++) {
+        const p = phases[i];
+        if (stepNum <= p.endStep || i === phases.length - 1) {
           const pct = (stepNum - startStep) / (p.endStep - startStep);
           const lr = this.anneal(num(g, p.startLr), num(g, p.endLr), pct);
           if (this.cycleMomentum) {
@@ -147,11 +157,17 @@ export class OneCycleLR extends LRScheduler {
     });
   }
 
-  /** PyTorch's keys except _schedule_phases, which the constructor rebuilds. */
+  override loadStateDict(sd: SchedulerStateDict): void {
+    super.loadStateDict(sd);
+    // stateKeys() followed this scheduler's cycleMomentum; the loaded one decides.
+    if ('useBeta1' in sd) this.useBeta1 = sd.useBeta1 as boolean;
+  }
+
+  /** PyTorch's keys, in its order (use_beta1 exists only with cycle_momentum there). */
   protected override stateKeys(): string[] {
     return this.cycleMomentum
-      ? ['totalSteps', '_annealFuncType', 'cycleMomentum', 'useBeta1']
-      : ['totalSteps', '_annealFuncType', 'cycleMomentum'];
+      ? ['totalSteps', '_schedulePhases', '_annealFuncType', 'cycleMomentum', 'useBeta1']
+      : ['totalSteps', '_schedulePhases', '_annealFuncType', 'cycleMomentum'];
   }
 }
 
@@ -161,7 +177,7 @@ function phase(
   endLr: string,
   startMomentum: string,
   endMomentum: string,
-): Phase {
+): OneCyclePhase {
   return { endStep, startLr, endLr, startMomentum, endMomentum };
 }
 

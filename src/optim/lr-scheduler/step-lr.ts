@@ -1,5 +1,7 @@
 // StepLR and MultiStepLR: multiply the lr by gamma every stepSize steps, or at each
 // milestone (a milestone listed twice multiplies by gamma twice), as PyTorch's.
+// Powers are Python's (cPow), so the lrs are PyTorch's bit for bit.
+import { cPow } from '../c-math.ts';
 import type { Optimizer } from '../optimizer.ts';
 import { bisectRight, currentLrs, LRScheduler } from './base.ts';
 
@@ -29,7 +31,7 @@ export class StepLR extends LRScheduler {
   }
 
   override getClosedFormLr(): number[] {
-    return this.baseLrs.map((b) => b * this.gamma ** Math.floor(this.lastEpoch / this.stepSize));
+    return this.baseLrs.map((b) => b * cPow(this.gamma, Math.floor(this.lastEpoch / this.stepSize)));
   }
 
   protected override stateKeys(): string[] {
@@ -56,14 +58,14 @@ export class MultiStepLR extends LRScheduler {
   getLr(): number[] {
     const count = this.milestones[this.lastEpoch];
     if (count === undefined) return currentLrs(this.optimizer);
-    return this.optimizer.paramGroups.map((g) => g.lr * this.gamma ** count);
+    return this.optimizer.paramGroups.map((g) => g.lr * cPow(this.gamma, count));
   }
 
   override getClosedFormLr(): number[] {
     const sorted: number[] = [];
     for (const [m, n] of Object.entries(this.milestones)) for (let i = 0; i < n; i++) sorted.push(Number(m));
     sorted.sort((a, b) => a - b);
-    return this.baseLrs.map((b) => b * this.gamma ** bisectRight(sorted, this.lastEpoch));
+    return this.baseLrs.map((b) => b * cPow(this.gamma, bisectRight(sorted, this.lastEpoch)));
   }
 
   protected override stateKeys(): string[] {

@@ -1,0 +1,94 @@
+// SGD and Adam(W) on float16 / bfloat16 parameters against PyTorch 2.13, bit for bit,
+// from test/fixtures/optim/low_precision.json (made by low_precision.py): the
+// per-parameter paths (the CPU default) give the kernels doubles where PyTorch passes
+// Python floats as tensor operands (`buf.mul_(momentum)`, `exp_avg_sq.mul_(beta2)`,
+// `.add_(eps)`, ...); the foreach and fused paths follow PyTorch's own foreach and fused
+// kernels, which round differently.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as t from '../src/index.ts';
+import { Adam, AdamW, fromPyTorchName, type Optimizer, SGD } from '../src/optim/index.ts';
+import { loadFixture, values } from './helpers/fixtures.ts';
+
+interface LowTensor {
+  dtype: 'float16' | 'bfloat16' | 'float32';
+  shape: number[];
+  /** inf/NaN as the strings "inf", "-inf", "nan" (JSON has none). */
+  data: (number | string)[];
+}
+interface Run {
+  /** The parameters after each step. */
+  params: LowTensor[][];
+  /** The optimizer state after the last step. */
+  state: Record<string, LowTensor>[];
+}
+interface Case {
+  optimizer: 'SGD' | 'Adam' | 'AdamW';
+  dtype: 'float16' | 'bfloat16';
+  hyper: Record<string, unknown>;
+  params: LowTensor[];
+  grads: LowTensor[][];
+  runs: Record<'single' | 'foreach' | 'fused', Run>;
+}
+const { cases } = loadFixture('optim/low_precision.json') as unknown as { cases: Record<string, Case> };
+
+const num = (v: number | string): number =>
+  v === 'nan'
+    ? Number.NaN
+    : v === 'inf'
+      ? Number.POSITIVE_INFINITY
+      : v === '-inf'
+        ? Number.NEGATIVE_INFINITY
+        : Number(v);
+
+/** The fixture's values (exact float32 numbers) in their real dtype. */
+function lowTensor(x: LowTensor): t.Tensor {
+  return t.tensor(Float32Array.from(x.data, num), { shape: x.shape }).to(x.dtype);
+}
+
+function make(c: Case, params: t.Tensor[], flags: object): Optimizer {
+  const hyper = Object.fromEntries(Object.entries(c.hyper).map(([k, v]) => [fromPyTorchName(k), v]));
+  const opts = { ...hyper, ...flags };
+  if (c.optimizer === 'SGD') return new SGD(params, opts);
+  return c.optimizer === 'Adam' ? new Adam(params, opts) : new AdamW(params, opts);
+}
+
+const IMPLS = [
+  ['single', {}],
+  ['foreach', { foreach: true }],
+  ['fused', { fused: true }],
+] as const;
+
+for (const [name, c] of Object.entries(cases)) {
+  for (const [impl, flags] of IMPLS) {
+    test(`${name} (${impl}): parameters and state equal PyTorch's bit for bit`, () => {
+      t.tidy(() => {
+        const params = c.params.map((p) => lowTensor(p).requiresGrad_(true));
+        const opt = make(c, params, flags);
+        const run = c.runs[impl];
+        c.grads.forEach((row, k) => {
+          t.tidy(() => {
+            params.forEach((p, i) => {
+              p.grad = lowTensor(row[i]);
+            });
+            opt.step();
+          });
+          params.forEach((p, i) => {
+            assert.equal(p.dtype, c.dtype);
+            assert.deepEqual(values(p.float()), run.params[k][i].data.map(num), `step ${k + 1} param ${i}`);
+          });
+        });
+        params.forEach((p, i) => {
+          const ours = opt.state.get(p) ?? {};
+          assert.deepEqual(Object.keys(ours).sort(), Object.keys(run.state[i]).sort(), `state keys ${i}`);
+          for (const [key, v] of Object.entries(run.state[i])) {
+            const s = ours[key];
+            assert.ok(s instanceof t.Tensor, `state ${key} of param ${i}`);
+            assert.equal(s.dtype, v.dtype, `state ${key} dtype`);
+            assert.deepEqual(values(s.float()), v.data.map(num), `state ${key} of param ${i}`);
+          }
+        });
+      });
+    });
+  }
+}
