@@ -3,6 +3,11 @@
 #include "common.h"
 
 #include <c10/core/GradMode.h>
+
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
@@ -172,6 +177,92 @@ Napi::Value AutocastExit(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), depth);
 }
 
+
+// Tensor hooks written in JavaScript (Tensor.registerHook). The hook is a C++ lambda that
+// calls one JS dispatcher with (hook id, gradient handle). JavaScript may only run on the
+// JS thread: that holds for CPU graphs, whose backward runs on the calling thread; CUDA
+// tensors are refused (their backward runs on the engine's device threads), and a hook
+// called off the JS thread fails the backward instead of touching V8 (architecture §4).
+// Heap objects never freed: hooks may be destroyed with their tensors during exit, after
+// static objects are gone.
+Napi::FunctionReference* hookDispatcher = new Napi::FunctionReference();
+napi_env hookEnv = nullptr;
+std::thread::id jsThread;
+// Ids of hooks whose tensor is gone: the JS side forgets their functions (drainDeadHooks).
+std::mutex* deadHooksMutex = new std::mutex();
+std::vector<int64_t>* deadHooks = new std::vector<int64_t>();
+
+// Reports its hook dead when the last copy of the hook (held by the tensor) goes.
+struct HookToken {
+  explicit HookToken(int64_t i) : id(i) {}
+  HookToken(const HookToken&) = delete;
+  HookToken& operator=(const HookToken&) = delete;
+  const int64_t id;
+  ~HookToken() {
+    std::lock_guard<std::mutex> lock(*deadHooksMutex);
+    deadHooks->push_back(id);
+  }
+};
+
+// setHookDispatcher(fn): fn(hookId, gradHandle) -> handle of the replacement gradient, or -1.
+Napi::Value SetHookDispatcher(const Napi::CallbackInfo& info) {
+  *hookDispatcher = Napi::Persistent(info[0].As<Napi::Function>());
+  hookEnv = info.Env();
+  jsThread = std::this_thread::get_id();
+  return info.Env().Undefined();
+}
+
+// registerHook(handle, hookId) -> position (for removeHook)
+Napi::Value RegisterHook(const Napi::CallbackInfo& info) {
+  const char* what = "registerHook()";
+  at::Tensor t = T(info, 0, what);
+  const int64_t id = info[1].As<Napi::Number>().Int64Value();
+  return guarded(info.Env(), what, [&] {
+    TORCH_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+    TORCH_CHECK(t.device().is_cpu(),
+                "hooks written in JavaScript run on CPU tensors only (a CUDA backward runs its hooks on "
+                "libtorch's device threads, where JavaScript cannot run); got a tensor on ",
+                t.device());
+    auto token = std::make_shared<HookToken>(id);
+    unsigned pos = t.register_hook([token](const at::Tensor& grad) -> at::Tensor {
+      TORCH_CHECK(std::this_thread::get_id() == jsThread,
+                  "a JavaScript tensor hook was called off the JavaScript thread");
+      Napi::Env env(hookEnv);
+      Napi::HandleScope scope(env);
+      Napi::Value r = hookDispatcher->Call({Napi::Number::New(env, static_cast<double>(token->id)), wrapTensor(env, grad)});
+      const int32_t h = r.IsNumber() ? r.As<Napi::Number>().Int32Value() : -1;
+      if (h < 0) return at::Tensor();
+      const at::Tensor* out = slots().tryGet(h);
+      TORCH_CHECK(out != nullptr, "the hook returned a disposed tensor");
+      return *out;
+    });
+    return Napi::Number::New(info.Env(), pos);
+  });
+}
+
+// removeHook(handle, position)
+Napi::Value RemoveHook(const Napi::CallbackInfo& info) {
+  const char* what = "RemovableHandle.remove()";
+  at::Tensor t = T(info, 0, what);
+  const unsigned pos = info[1].As<Napi::Number>().Uint32Value();
+  return guarded(info.Env(), what, [&] {
+    t.remove_hook(pos);
+    return info.Env().Undefined();
+  });
+}
+
+// drainDeadHooks() -> ids of hooks whose tensor was freed since the last call
+Napi::Value DrainDeadHooks(const Napi::CallbackInfo& info) {
+  std::vector<int64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(*deadHooksMutex);
+    ids.swap(*deadHooks);
+  }
+  auto out = Napi::Array::New(info.Env(), ids.size());
+  for (size_t i = 0; i < ids.size(); i++) out.Set(static_cast<uint32_t>(i), static_cast<double>(ids[i]));
+  return out;
+}
+
 }  // namespace
 
 void initAutograd(Napi::Env env, Napi::Object exports) {
@@ -184,6 +275,10 @@ void initAutograd(Napi::Env env, Napi::Object exports) {
   exports.Set("isLeaf", Napi::Function::New(env, IsLeaf));
   exports.Set("retainGrad", Napi::Function::New(env, RetainGrad));
   exports.Set("gradFn", Napi::Function::New(env, GradFn));
+  exports.Set("setHookDispatcher", Napi::Function::New(env, SetHookDispatcher));
+  exports.Set("registerHook", Napi::Function::New(env, RegisterHook));
+  exports.Set("removeHook", Napi::Function::New(env, RemoveHook));
+  exports.Set("drainDeadHooks", Napi::Function::New(env, DrainDeadHooks));
   exports.Set("isGradEnabled", Napi::Function::New(env, IsGradEnabled));
   exports.Set("setGradEnabled", Napi::Function::New(env, SetGradEnabled));
   exports.Set("getAutocast", Napi::Function::New(env, GetAutocast));

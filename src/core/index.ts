@@ -14,6 +14,7 @@ export {
   toDType,
 } from './dtype.ts';
 export { TorchError } from './errors.ts';
+export type { RemovableHandle, TensorHook } from './hooks.ts';
 export * from './ops.ts';
 export * as ops from './ops.ts';
 export { defaultGenerator, Generator, manualSeed } from './random.ts';

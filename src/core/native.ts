@@ -61,6 +61,10 @@ export interface NativeAddon {
   isLeaf(h: number): boolean;
   retainGrad(h: number): void;
   gradFn(h: number): string | null;
+  setHookDispatcher(fn: (hookId: number, gradHandle: number) => number): void;
+  registerHook(h: number, hookId: number): number;
+  removeHook(h: number, position: number): void;
+  drainDeadHooks(): number[];
   isGradEnabled(): boolean;
   setGradEnabled(flag: boolean): void;
   getAutocast(deviceType: string): [boolean, number];

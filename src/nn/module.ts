@@ -19,13 +19,15 @@
 //  - Plain tensors on properties that are not registered are ordinary attributes, not
 //    state, as in PyTorch.
 import { noGrad } from '../autograd/index.ts';
+import { dtypeFromName, isFloatingPoint, toDType } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
 import { isParameter, Parameter } from './parameter.ts';
 
 export type StateDict = Record<string, t.Tensor>;
 
 export interface ModuleToOptions {
-  dtype?: t.DType;
+  /** A dtype or one of PyTorch's aliases ('double', 'half', ...). */
+  dtype?: t.DTypeName;
   device?: t.DeviceLike;
   memoryFormat?: t.MemoryFormat;
 }
@@ -54,8 +56,6 @@ interface NamedOptions {
   recurse?: boolean;
   removeDuplicate?: boolean;
 }
-
-const FLOATING: ReadonlySet<string> = new Set(['float32', 'float64', 'float16', 'bfloat16']);
 
 // Internal registries live on non-enumerable properties so the attribute scan and
 // user code iterating Object.keys(module) do not see them.
@@ -341,15 +341,17 @@ export class Module {
 
   /**
    * Moves and/or casts parameters and buffers in place, like Module.to: `to('float64')`,
-   * `to('cuda:0')`, `to({ memoryFormat: 'channelsLast' })`. Only floating point tensors
-   * change dtype; memoryFormat applies to 4-d tensors. Parameters (and their .grad) keep
+   * `to('double')`, `to('cuda:0')`, `to({ dtype: 'half' })`, `to({ memoryFormat:
+   * 'channelsLast' })`. A string is a dtype when core/dtype.ts knows it (PyTorch's
+   * aliases included), else a device. Only floating point tensors change dtype (integer
+   * buffers such as num_batches_tracked keep theirs); an integer target dtype is refused,
+   * as in PyTorch; memoryFormat applies to 4-d tensors. Parameters (and their .grad) keep
    * their identity — the data is swapped with aten::set_data, PyTorch's `param.data =` —
    * so optimizers built before the call still hold the right tensors.
    */
-  to(target: t.DType | t.DeviceLike | ModuleToOptions): this {
-    const opts: ModuleToOptions =
-      typeof target === 'string' ? (isDTypeName(target) ? { dtype: target } : { device: target }) : target;
-    if (opts.dtype !== undefined && !FLOATING.has(opts.dtype)) {
+  to(target: t.DTypeName | t.DeviceLike | ModuleToOptions): this {
+    const opts = toOptions(target);
+    if (opts.dtype !== undefined && !isFloatingPoint(opts.dtype)) {
       throw new TypeError(
         `nn.Module.to only accepts floating point dtypes, but got desired dtype=${opts.dtype}`,
       );
@@ -425,7 +427,9 @@ export class Module {
     opts: { strict?: boolean } = {},
   ): LoadStateDictResult {
     const strict = opts.strict ?? true;
-    const sd = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+    // A copy: upgradeStateDict may add entries, and the caller's dict stays as it was.
+    const sd: Map<string, t.Tensor> =
+      stateDict instanceof Map ? new Map(stateDict) : new Map(Object.entries(stateDict));
     const missingKeys: string[] = [];
     const unexpectedKeys: string[] = [];
     const errors: string[] = [];
@@ -434,6 +438,7 @@ export class Module {
     const known = new Set<string>();
     const visit = (m: Module, prefix: string): void => {
       m.syncAttributes();
+      m.upgradeStateDict(sd, prefix);
       const local: [string, t.Tensor][] = [];
       for (const [name, p] of m._parameters) if (p !== null) local.push([name, p]);
       for (const [name, b] of m._buffers) {
@@ -498,6 +503,15 @@ export class Module {
     return { missingKeys, unexpectedKeys };
   }
 
+  /**
+   * Fills in, before loadStateDict checks this module's keys (those under `prefix`),
+   * entries an older version of the module did not save; PyTorch's version-aware
+   * `_load_from_state_dict`. tsddp's state dicts carry no version metadata, so this
+   * runs as PyTorch does for a dict without `_metadata` (version None). `stateDict` is
+   * loadStateDict's own copy. The default adds nothing.
+   */
+  protected upgradeStateDict(_stateDict: Map<string, t.Tensor>, _prefix: string): void {}
+
   // --- printing ---------------------------------------------------------------------------
 
   /** The constructor arguments shown by toString() (PyTorch's extra_repr). */
@@ -531,15 +545,40 @@ function sameShape(a: number[], b: number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
-function isDTypeName(s: string): s is t.DType {
-  return (t.DTYPES as readonly string[]).includes(s);
+interface ResolvedToOptions {
+  dtype?: t.DType;
+  device?: t.DeviceLike;
+  memoryFormat?: t.MemoryFormat;
+}
+
+/**
+ * The one reading of to()'s argument: a string is a dtype when the core dtype table
+ * knows it (aliases included), else a device, as torch's `module.to('double')` /
+ * `module.to('cuda')`; an options object's dtype goes through the same table.
+ */
+function toOptions(target: t.DTypeName | t.DeviceLike | ModuleToOptions): ResolvedToOptions {
+  if (typeof target === 'string') {
+    const dtype = dtypeFromName(target);
+    return dtype === undefined ? { device: target } : { dtype };
+  }
+  if (target === null || typeof target !== 'object') {
+    throw new TypeError(
+      `Module.to: expected a dtype, a device or an options object, got ${typeName(target)}`,
+    );
+  }
+  const { dtype, device, memoryFormat } = target;
+  return {
+    dtype: dtype === undefined ? undefined : toDType(dtype, 'Module.to: dtype'),
+    device,
+    memoryFormat,
+  };
 }
 
 /** The `Tensor.to` options that change `x`, or null when it is already as asked. */
-function targetOptions(x: t.Tensor, opts: ModuleToOptions): t.ToOptions | null {
+function targetOptions(x: t.Tensor, opts: ResolvedToOptions): t.ToOptions | null {
   const o: t.ToOptions = {};
   let change = false;
-  if (opts.dtype !== undefined && FLOATING.has(x.dtype)) {
+  if (opts.dtype !== undefined && isFloatingPoint(x.dtype)) {
     if (opts.dtype !== x.dtype) {
       o.dtype = opts.dtype;
       change = true;

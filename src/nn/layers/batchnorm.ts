@@ -1,4 +1,5 @@
-// BatchNorm2d with PyTorch's running-statistics semantics.
+// BatchNorm1d/2d/3d with PyTorch's running-statistics semantics (torch's
+// _BatchNorm: one class, each subclass only checks its input's rank).
 import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
@@ -18,12 +19,12 @@ export interface BatchNormOptions extends FactoryOptions {
 }
 
 /**
- * Batch normalisation over [N, C, H, W]. State names match PyTorch's (`weight`, `bias`,
+ * Batch normalisation over channel dim 1. State names match PyTorch's (`weight`, `bias`,
  * `running_mean`, `running_var`, `num_batches_tracked`); the buffers are read through
  * camelCase getters. In training mode the kernel updates the running statistics in
  * place and `num_batches_tracked` counts the batches.
  */
-export class BatchNorm2d extends Module {
+export abstract class BatchNorm extends Module {
   readonly numFeatures: number;
   readonly eps: number;
   momentum: number | null;
@@ -84,9 +85,23 @@ export class BatchNorm2d extends Module {
     if (this.bias !== null) init.zeros_(this.bias);
   }
 
+  /** Throws a RangeError unless the input has the rank this variant normalises. */
+  protected abstract checkInputDim(input: t.Tensor): void;
+
+  /**
+   * A state dict from before PyTorch 0.4.1 has no `num_batches_tracked`; as PyTorch's
+   * _load_from_state_dict does for a dict without version metadata, the module's own
+   * count stands in for it (0 when there is none), so such checkpoints load strictly.
+   */
+  protected override upgradeStateDict(stateDict: Map<string, t.Tensor>, prefix: string): void {
+    if (!this.trackRunningStats) return;
+    const key = `${prefix}num_batches_tracked`;
+    if (stateDict.has(key)) return;
+    stateDict.set(key, this.numBatchesTracked ?? t.zeros([], { dtype: 'int64' }));
+  }
+
   override forward(input: t.Tensor): t.Tensor {
-    const dim = input.ndim;
-    if (dim !== 4) throw new RangeError(`expected 4D input (got ${dim}D input)`);
+    this.checkInputDim(input);
     let factor = this.momentum ?? 0;
     const nbt = this.numBatchesTracked;
     if (this.training && this.trackRunningStats && nbt !== null) {
@@ -111,5 +126,29 @@ export class BatchNorm2d extends Module {
     const m = this.momentum === null ? 'None' : String(this.momentum);
     const b = (x: boolean) => (x ? 'True' : 'False');
     return `${this.numFeatures}, eps=${this.eps}, momentum=${m}, affine=${b(this.affine)}, track_running_stats=${b(this.trackRunningStats)}`;
+  }
+}
+
+/** BatchNorm over [N, C] or [N, C, L] input (torch.nn.BatchNorm1d). */
+export class BatchNorm1d extends BatchNorm {
+  protected override checkInputDim(input: t.Tensor): void {
+    const dim = input.ndim;
+    if (dim !== 2 && dim !== 3) throw new RangeError(`expected 2D or 3D input (got ${dim}D input)`);
+  }
+}
+
+/** BatchNorm over [N, C, H, W] input (torch.nn.BatchNorm2d). */
+export class BatchNorm2d extends BatchNorm {
+  protected override checkInputDim(input: t.Tensor): void {
+    const dim = input.ndim;
+    if (dim !== 4) throw new RangeError(`expected 4D input (got ${dim}D input)`);
+  }
+}
+
+/** BatchNorm over [N, C, D, H, W] input (torch.nn.BatchNorm3d). */
+export class BatchNorm3d extends BatchNorm {
+  protected override checkInputDim(input: t.Tensor): void {
+    const dim = input.ndim;
+    if (dim !== 5) throw new RangeError(`expected 5D input (got ${dim}D input)`);
   }
 }

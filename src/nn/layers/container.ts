@@ -1,7 +1,9 @@
-// Sequential and ModuleList. Children are registered under '0', '1', ... (PyTorch's
-// names, hence torchvision's `layer1.0.conv1.weight` keys) and reached with get(i).
+// Sequential, ModuleList, ModuleDict and ParameterList. List children are registered
+// under '0', '1', ... (PyTorch's names, hence torchvision's `layer1.0.conv1.weight`
+// keys) and reached with get(i); ModuleDict's under their keys.
 import type * as t from '../../core/index.ts';
 import { Module } from '../module.ts';
+import { Parameter } from '../parameter.ts';
 
 function indexOf(i: number, length: number, what: string): number {
   if (!Number.isInteger(i) || i < -length || i >= length)
@@ -79,5 +81,232 @@ export class ModuleList extends Module {
 
   [Symbol.iterator](): IterableIterator<Module> {
     return this.children()[Symbol.iterator]();
+  }
+}
+
+/** What ModuleDict takes: a record (insertion order), a Map, or [name, module] pairs. */
+export type ModuleEntries = Record<string, Module> | Map<string, Module> | Iterable<[string, Module]>;
+
+function entriesOf(modules: ModuleEntries): Iterable<[string, Module]> {
+  if (modules instanceof Map) return modules;
+  if (Symbol.iterator in modules) return modules as Iterable<[string, Module]>;
+  return Object.entries(modules);
+}
+
+/**
+ * Holds submodules by name (registered under the names, so their state-dict keys are
+ * `<dict>.<name>.…`), in insertion order; no forward. torch.nn.ModuleDict's methods:
+ * `get`/`set`/`has`/`delete` for `d[k]`, `d[k] = m`, `k in d`, `del d[k]`.
+ */
+export class ModuleDict extends Module {
+  constructor(modules: ModuleEntries = []) {
+    super();
+    this.update(modules);
+  }
+
+  get length(): number {
+    return this._modules.size;
+  }
+
+  get(key: string): Module {
+    const m = this._modules.get(key);
+    if (m === undefined || m === null) throw new RangeError(`ModuleDict has no module '${key}'`);
+    return m;
+  }
+
+  /** Adds or replaces (in its position) the module under `key`. */
+  set(key: string, module: Module): this {
+    if (this._modules.has(key)) {
+      if (!(module instanceof Module))
+        throw new TypeError(`ModuleDict.set: ${String(module)} is not a Module`);
+      this._modules.set(key, module);
+    } else {
+      this.registerModule(key, module);
+    }
+    return this;
+  }
+
+  has(key: string): boolean {
+    return this._modules.has(key);
+  }
+
+  delete(key: string): boolean {
+    return this._modules.delete(key);
+  }
+
+  /** Removes and returns the module under `key`. */
+  pop(key: string): Module {
+    const m = this.get(key);
+    this._modules.delete(key);
+    return m;
+  }
+
+  clear(): void {
+    this._modules.clear();
+  }
+
+  keys(): string[] {
+    return [...this._modules.keys()];
+  }
+
+  values(): Module[] {
+    return [...this._modules.values()].filter((m): m is Module => m !== null);
+  }
+
+  items(): [string, Module][] {
+    return [...this._modules].filter((e): e is [string, Module] => e[1] !== null);
+  }
+
+  update(modules: ModuleEntries): this {
+    for (const [key, m] of entriesOf(modules)) this.set(key, m);
+    return this;
+  }
+
+  /** Iterates over the keys, as a Python dict does. */
+  [Symbol.iterator](): IterableIterator<string> {
+    return this.keys()[Symbol.iterator]();
+  }
+}
+
+/**
+ * Holds parameters in a list, registered under '0', '1', … (their state-dict keys);
+ * tensors that are not parameters yet become parameters, as in torch.nn.ParameterList.
+ */
+export class ParameterList extends Module {
+  constructor(values: Iterable<t.Tensor> = []) {
+    super();
+    this.extend(values);
+  }
+
+  get length(): number {
+    return this._parameters.size;
+  }
+
+  get(i: number): t.Tensor {
+    const idx = indexOf(i, this._parameters.size, 'ParameterList');
+    return this._parameters.get(String(idx)) as t.Tensor;
+  }
+
+  /** Replaces the i-th parameter. */
+  set(i: number, value: t.Tensor): this {
+    const idx = indexOf(i, this._parameters.size, 'ParameterList');
+    this._parameters.set(String(idx), Parameter(value));
+    return this;
+  }
+
+  append(value: t.Tensor): this {
+    this.registerParameter(String(this._parameters.size), value);
+    return this;
+  }
+
+  extend(values: Iterable<t.Tensor>): this {
+    for (const v of values) this.append(v);
+    return this;
+  }
+
+  [Symbol.iterator](): IterableIterator<t.Tensor> {
+    return this.parameters({ recurse: false })[Symbol.iterator]();
+  }
+
+  override extraRepr(): string {
+    return [...this._parameters]
+      .map(([k, p]) =>
+        p === null
+          ? `(${k}): None`
+          : `(${k}): Parameter containing: [${p.dtype} of size ${p.shape.join('x')}]`,
+      )
+      .join('\n');
+  }
+}
+
+/** What ParameterDict takes: a record (insertion order), a Map, or [name, tensor] pairs. */
+export type ParameterEntries =
+  | Record<string, t.Tensor>
+  | Map<string, t.Tensor>
+  | Iterable<[string, t.Tensor]>;
+
+/**
+ * Holds parameters by name (registered under the names: state-dict keys `<dict>.<name>`);
+ * tensors that are not parameters yet become parameters. Order: a record given to the
+ * constructor or update() is sorted by key, as PyTorch sorts a dict there; a Map, pairs
+ * and set() keep insertion order.
+ */
+export class ParameterDict extends Module {
+  constructor(values: ParameterEntries = []) {
+    super();
+    this.update(values);
+  }
+
+  get length(): number {
+    return this._parameters.size;
+  }
+
+  get(key: string): t.Tensor {
+    const p = this._parameters.get(key);
+    if (p === undefined || p === null) throw new RangeError(`ParameterDict has no parameter '${key}'`);
+    return p;
+  }
+
+  /** Adds or replaces (in its position) the parameter under `key`. */
+  set(key: string, value: t.Tensor): this {
+    if (this._parameters.has(key)) this._parameters.set(key, Parameter(value));
+    else this.registerParameter(key, value);
+    return this;
+  }
+
+  has(key: string): boolean {
+    return this._parameters.has(key);
+  }
+
+  delete(key: string): boolean {
+    return this._parameters.delete(key);
+  }
+
+  pop(key: string): t.Tensor {
+    const p = this.get(key);
+    this._parameters.delete(key);
+    return p;
+  }
+
+  clear(): void {
+    this._parameters.clear();
+  }
+
+  keys(): string[] {
+    return [...this._parameters.keys()];
+  }
+
+  values(): t.Tensor[] {
+    return [...this._parameters.values()].filter((p): p is t.Tensor => p !== null);
+  }
+
+  items(): [string, t.Tensor][] {
+    return [...this._parameters].filter((e): e is [string, t.Tensor] => e[1] !== null);
+  }
+
+  update(values: ParameterEntries): this {
+    // As PyTorch: a Map (its OrderedDict) or pairs keep their order; a plain record
+    // (its dict) is taken in sorted key order.
+    const entries: Iterable<[string, t.Tensor]> =
+      values instanceof Map || Symbol.iterator in values
+        ? (values as Iterable<[string, t.Tensor]>)
+        : Object.entries(values).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [k, v] of entries) this.set(k, v);
+    return this;
+  }
+
+  [Symbol.iterator](): IterableIterator<string> {
+    return this.keys()[Symbol.iterator]();
+  }
+}
+
+/**
+ * PyTorch's deprecated `Container(**kwargs)`: registers each named module, in order
+ * (kept for old code; prefer ModuleDict or plain properties).
+ */
+export class Container extends Module {
+  constructor(modules: Record<string, Module> = {}) {
+    super();
+    for (const [name, m] of Object.entries(modules)) this.registerModule(name, m);
   }
 }

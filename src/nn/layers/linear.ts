@@ -6,7 +6,8 @@ import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
 
 export interface FactoryOptions {
-  dtype?: t.DType;
+  /** A dtype or one of PyTorch's aliases ('double', 'half', ...). */
+  dtype?: t.DTypeName;
   device?: t.DeviceLike;
 }
 

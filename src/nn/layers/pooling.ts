@@ -1,4 +1,4 @@
-// MaxPool2d and AdaptiveAvgPool2d.
+// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d.
 import type * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
@@ -47,5 +47,40 @@ export class AdaptiveAvgPool2d extends Module {
   override extraRepr(): string {
     const v = this.outputSize;
     return `output_size=${typeof v === 'number' ? v : `(${v.join(', ')})`}`;
+  }
+}
+
+/** Average pooling over [N, C, H, W] windows (torch.nn.AvgPool2d). */
+export class AvgPool2d extends Module {
+  readonly kernelSize: F.IntOrPair;
+  readonly stride: F.IntOrPair;
+  readonly padding: F.IntOrPair;
+  readonly ceilMode: boolean;
+  readonly countIncludePad: boolean;
+  readonly divisorOverride: number | null;
+
+  constructor(kernelSize: F.IntOrPair, opts: F.AvgPool2dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.stride = opts.stride ?? kernelSize;
+    this.padding = opts.padding ?? 0;
+    this.ceilMode = opts.ceilMode ?? false;
+    this.countIncludePad = opts.countIncludePad ?? true;
+    this.divisorOverride = opts.divisorOverride ?? null;
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.avgPool2d(input, this.kernelSize, {
+      stride: this.stride,
+      padding: this.padding,
+      ceilMode: this.ceilMode,
+      countIncludePad: this.countIncludePad,
+      divisorOverride: this.divisorOverride,
+    });
+  }
+
+  override extraRepr(): string {
+    const s = (v: F.IntOrPair) => (typeof v === 'number' ? String(v) : `(${v.join(', ')})`);
+    return `kernel_size=${s(this.kernelSize)}, stride=${s(this.stride)}, padding=${s(this.padding)}`;
   }
 }
