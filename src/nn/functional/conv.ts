@@ -1,4 +1,4 @@
-// linear, conv1d and conv2d with torch.nn.functional's arguments.
+// linear and the convolutions with torch.nn.functional's arguments.
 import * as t from '../../core/index.ts';
 import type { IntOrPair } from './common.ts';
 
@@ -24,57 +24,25 @@ function paddingArg(padding: IntOrPair | 'same' | 'valid'): IntOrPair | 'same' |
   return padding;
 }
 
+type ConvFn = (input: t.Tensor, weight: t.Tensor, bias?: t.Tensor | null, opts?: ConvOptions) => t.Tensor;
+
+/** F.conv{1,2,3}d over aten::conv{N}d (integer padding) or its `.padding` overload ('same'/'valid'). */
+function convNd(dims: 1 | 2 | 3): ConvFn {
+  const [numeric, named] = [`aten::conv${dims}d`, `aten::conv${dims}d.padding`];
+  return (input, weight, bias = null, opts = {}) => {
+    const padding = paddingArg(opts.padding ?? 0);
+    const op = typeof padding === 'string' ? named : numeric;
+    const { stride = 1, dilation = 1, groups = 1 } = opts;
+    return t.ops.call(op, input, weight, bias, stride, padding, dilation, groups) as t.Tensor;
+  };
+}
+
 /** 1-d convolution over [N, C, L] (or [C, L]) input; weight [out, in/groups, k]. */
-export function conv1d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvOptions = {},
-): t.Tensor {
-  const padding = paddingArg(opts.padding ?? 0);
-  const stride = opts.stride ?? 1;
-  const dilation = opts.dilation ?? 1;
-  const groups = opts.groups ?? 1;
-  return typeof padding === 'string'
-    ? t.conv1d(input, weight, bias, stride, padding, dilation, groups)
-    : t.conv1d(input, weight, bias, stride, padding, dilation, groups);
-}
-
+export const conv1d: ConvFn = convNd(1);
 /** 2-d convolution over [N, C, H, W] (or [C, H, W]) input; weight [out, in/groups, kH, kW]. */
-export function conv2d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvOptions = {},
-): t.Tensor {
-  const padding = paddingArg(opts.padding ?? 0);
-  const stride = opts.stride ?? 1;
-  const dilation = opts.dilation ?? 1;
-  const groups = opts.groups ?? 1;
-  return typeof padding === 'string'
-    ? t.conv2d(input, weight, bias, stride, padding, dilation, groups)
-    : t.conv2d(input, weight, bias, stride, padding, dilation, groups);
-}
-
+export const conv2d: ConvFn = convNd(2);
 /** 3-d convolution over [N, C, D, H, W] input; weight [out, in/groups, kD, kH, kW]. */
-export function conv3d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvOptions = {},
-): t.Tensor {
-  const padding = paddingArg(opts.padding ?? 0);
-  return t.ops.call(
-    typeof padding === 'string' ? 'aten::conv3d.padding' : 'aten::conv3d',
-    input,
-    weight,
-    bias,
-    opts.stride ?? 1,
-    padding,
-    opts.dilation ?? 1,
-    opts.groups ?? 1,
-  ) as t.Tensor;
-}
+export const conv3d: ConvFn = convNd(3);
 
 export interface ConvTransposeOptions {
   stride?: IntOrPair;
@@ -85,65 +53,27 @@ export interface ConvTransposeOptions {
   dilation?: IntOrPair;
 }
 
+type ConvTransposeFn = (
+  input: t.Tensor,
+  weight: t.Tensor,
+  bias?: t.Tensor | null,
+  opts?: ConvTransposeOptions,
+) => t.Tensor;
+
+/** F.conv_transpose{1,2,3}d over aten's op of that name. */
+function convTransposeNd(op: string): ConvTransposeFn {
+  return (input, weight, bias = null, opts = {}) => {
+    const { stride = 1, padding = 0, outputPadding = 0, groups = 1, dilation = 1 } = opts;
+    return t.ops.call(op, input, weight, bias, stride, padding, outputPadding, groups, dilation) as t.Tensor;
+  };
+}
+
 /** Transposed 1-d convolution; weight [in, out/groups, k]. */
-export function convTranspose1d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvTransposeOptions = {},
-): t.Tensor {
-  return t.ops.call(
-    'aten::conv_transpose1d',
-    input,
-    weight,
-    bias,
-    opts.stride ?? 1,
-    opts.padding ?? 0,
-    opts.outputPadding ?? 0,
-    opts.groups ?? 1,
-    opts.dilation ?? 1,
-  ) as t.Tensor;
-}
-
+export const convTranspose1d: ConvTransposeFn = convTransposeNd('aten::conv_transpose1d');
 /** Transposed 2-d convolution; weight [in, out/groups, kH, kW]. */
-export function convTranspose2d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvTransposeOptions = {},
-): t.Tensor {
-  return t.ops.call(
-    'aten::conv_transpose2d.input',
-    input,
-    weight,
-    bias,
-    opts.stride ?? 1,
-    opts.padding ?? 0,
-    opts.outputPadding ?? 0,
-    opts.groups ?? 1,
-    opts.dilation ?? 1,
-  ) as t.Tensor;
-}
-
+export const convTranspose2d: ConvTransposeFn = convTransposeNd('aten::conv_transpose2d.input');
 /** Transposed 3-d convolution; weight [in, out/groups, kD, kH, kW]. */
-export function convTranspose3d(
-  input: t.Tensor,
-  weight: t.Tensor,
-  bias: t.Tensor | null = null,
-  opts: ConvTransposeOptions = {},
-): t.Tensor {
-  return t.ops.call(
-    'aten::conv_transpose3d.input',
-    input,
-    weight,
-    bias,
-    opts.stride ?? 1,
-    opts.padding ?? 0,
-    opts.outputPadding ?? 0,
-    opts.groups ?? 1,
-    opts.dilation ?? 1,
-  ) as t.Tensor;
-}
+export const convTranspose3d: ConvTransposeFn = convTransposeNd('aten::conv_transpose3d.input');
 
 /** 1-d convolution over time-batch-channel [T, N, C] input; weight [k, in, out]. */
 export function convTbc(input: t.Tensor, weight: t.Tensor, bias: t.Tensor, pad = 0): t.Tensor {
