@@ -280,7 +280,8 @@ Napi::Value StoreDestroy(const Napi::CallbackInfo& info) {
 // processGroupNew(storeHandle, rank, size, backend, timeoutMs, hostname?, prefix?, interfaces?)
 // -> handle. `interfaces` (GLOO_SOCKET_IFNAME: comma-separated) gives one Gloo device per
 // interface and wins over `hostname`.
-// The prefix keeps keys of a restarted attempt apart from the previous one's.
+// `prefix` is the store prefix of the group: torch.distributed's key layout by default
+// (default_pg/0/, then cpu/ for Gloo), or tsrun's per-attempt one.
 Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
   const char* what = "initProcessGroup";
   Napi::Env env = info.Env();
@@ -308,9 +309,15 @@ Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
     }
     auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("cpu/", prefix), rank, size, opts);
+    // As torch.distributed's init_process_group: rank 0 draws the group's sequence number
+    // and publishes it in the store (SEQ_NUM_STORE_KEY), the others read it; a PyTorch
+    // rank in the same world waits for that key.
+    gloo->setSequenceNumberForGroup();
     auto pg = c10::make_intrusive<c10d::ProcessGroup>(prefix, rank, size);
     pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
     pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    pg->setGroupName("0");
+    pg->setGroupDesc("default_pg");
     return Napi::Number::New(env, processGroups().put(pg));
   });
 }

@@ -105,9 +105,13 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     } catch (e) {
       verdict = (e as Error).message;
     }
+    // With PyTorch ranks in the world, no collective of tsddp's own: PyTorch's behaviour
+    // (the ranks that differ fail, the others wait for them until the timeout).
+    if (!pg.allTsddp && verdict !== null)
+      throw new DistributedError(`DistributedDataParallel: ${verdict}`, 'DistributedDataParallel', pg.rank);
     let reports: [number, string][];
     try {
-      reports = shareVerdicts(pg, verdict);
+      reports = pg.allTsddp ? shareVerdicts(pg, verdict) : [];
     } catch (e) {
       // The group itself failed (a dead or hung peer): report the first failure.
       throw new DistributedError(
@@ -125,8 +129,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         pg.rank,
       );
     }
-    // 2. Rank 0's parameters and buffers everywhere.
-    const states = [...this.params, ...module.buffers()].map((t) => t.h);
+    // 2. Rank 0's parameters and buffers everywhere: every parameter, then every buffer, as
+    // _sync_module_states lists them (the same tensors in the same buckets as PyTorch's).
+    const states = [...module.parameters(), ...module.buffers()].map((t) => t.h);
     noGrad(() => native.broadcastCoalesced(pg.h, states, BROADCAST_BUCKET_BYTES, 0));
     // 3. The Reducer and the Logger. Bucket limits as torch 2.13's
     // _BucketCapacityConfig: a 1 MiB first bucket only with the default cap; the first

@@ -8,8 +8,13 @@ export interface DistEnv {
   masterAddr: string;
   masterPort: number;
   restartCount: number;
-  /** Set by tsrun: the launcher hosts the TCPStore, so rank 0 connects as a client too. */
+  /**
+   * The launcher hosts the TCPStore, so rank 0 connects as a client too: torchrun's
+   * TORCHELASTIC_USE_AGENT_STORE=True (which tsrun also sets).
+   */
   agentStore: boolean;
+  /** Set by tsrun (TSDDP_USE_AGENT_STORE=1): its store outlives a restart, so keys carry the attempt. */
+  tsrunStore: boolean;
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback?: number): number {
@@ -40,7 +45,8 @@ export function readDistEnv(env: NodeJS.ProcessEnv = process.env): DistEnv {
     masterAddr: env.MASTER_ADDR || '127.0.0.1',
     masterPort,
     restartCount: intVar(env, 'TORCHELASTIC_RESTART_COUNT', 0),
-    agentStore: env.TSDDP_USE_AGENT_STORE === '1',
+    agentStore: env.TORCHELASTIC_USE_AGENT_STORE === 'True' || env.TSDDP_USE_AGENT_STORE === '1',
+    tsrunStore: env.TSDDP_USE_AGENT_STORE === '1',
   };
 }
 

@@ -31,6 +31,12 @@ export class ProcessGroup {
     readonly backend: 'gloo' | 'nccl',
     readonly store: Store,
     readonly timeoutMs: number,
+    /**
+     * Every rank of the group is tsddp (none is a PyTorch process): tsddp may then add
+     * its own collectives (DDP's shared verdicts); in a mixed world it issues exactly
+     * PyTorch's, or the PyTorch ranks would wait for ones they never join.
+     */
+    readonly allTsddp = true,
   ) {}
 }
 
@@ -69,6 +75,9 @@ export class Work implements PromiseLike<void> {
 
 let defaultGroup: ProcessGroup | null = null;
 
+/** torch.distributed's store prefix of the default group: PrefixStore("default_pg") over PrefixStore("0/"). */
+const PYTORCH_DEFAULT_PREFIX = 'default_pg/0/';
+
 function parseInit(opts: InitOptions): {
   store: Store;
   rank: number;
@@ -87,7 +96,8 @@ function parseInit(opts: InitOptions): {
       rank: opts.rank,
       worldSize: opts.worldSize,
       hostname: '',
-      prefix: 'default_pg',
+      // init_process_group(store=...) uses the store as given, under the group name.
+      prefix: '0/',
     };
   }
   if (method === 'env://') {
@@ -99,7 +109,16 @@ function parseInit(opts: InitOptions): {
     const isServer = rank === 0 && !env.agentStore;
     let store: Store;
     try {
-      store = Store.tcp({ host: env.masterAddr, port: env.masterPort, isServer, worldSize, timeoutMs });
+      // Every rank joins the store's worker count, as PyTorch's do: a PyTorch rank 0
+      // serving the store waits for all of them.
+      store = Store.tcp({
+        host: env.masterAddr,
+        port: env.masterPort,
+        isServer,
+        worldSize,
+        timeoutMs,
+        waitWorkers: true,
+      });
     } catch (e) {
       if (isServer) throw e;
       throw new DistributedError(
@@ -115,7 +134,10 @@ function parseInit(opts: InitOptions): {
       rank,
       worldSize,
       hostname: glooHostname(env.masterAddr),
-      prefix: `default_pg/attempt${env.restartCount}`,
+      // torch.distributed's keys (PrefixStore "default_pg", then the group name "0/"), so
+      // PyTorch and tsddp ranks can share a world; under tsrun, whose store outlives a
+      // restart, the attempt keeps a restarted gang's keys apart.
+      prefix: env.tsrunStore ? `default_pg/attempt${env.restartCount}` : PYTORCH_DEFAULT_PREFIX,
     };
   }
   const tcp = /^tcp:\/\/([^:/]+|\[[^\]]+\]):(\d+)\/?$/.exec(method);
@@ -130,13 +152,14 @@ function parseInit(opts: InitOptions): {
       isServer: opts.rank === 0,
       worldSize: opts.worldSize,
       timeoutMs,
+      waitWorkers: true,
     });
     return {
       store,
       rank: opts.rank,
       worldSize: opts.worldSize,
       hostname: glooHostname(host),
-      prefix: 'default_pg',
+      prefix: PYTORCH_DEFAULT_PREFIX,
     };
   }
   if (method.startsWith('file://')) {
@@ -144,7 +167,7 @@ function parseInit(opts: InitOptions): {
       throw new TypeError(`initProcessGroup(): initMethod '${method}' needs rank and worldSize`);
     }
     const store = Store.file(method.slice('file://'.length), opts.worldSize, timeoutMs);
-    return { store, rank: opts.rank, worldSize: opts.worldSize, hostname: '127.0.0.1', prefix: 'default_pg' };
+    return { store, rank: opts.rank, worldSize: opts.worldSize, hostname: '127.0.0.1', prefix: PYTORCH_DEFAULT_PREFIX };
   }
   throw new TypeError(
     `initProcessGroup(): unknown initMethod '${method}'; use env://, tcp://host:port or file:///path`,
@@ -188,6 +211,10 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
   }
   // GLOO_SOCKET_IFNAME (comma-separated interfaces) wins over the hostname, as in torch.distributed.
   const interfaces = process.env.GLOO_SOCKET_IFNAME ?? '';
+  // Count the tsddp ranks: each adds itself before Gloo's full-mesh connect, which no rank
+  // finishes before every rank has started it, so afterwards the count is complete.
+  const membersKey = `${prefix}tsddp_ranks`;
+  store.add(membersKey, 1);
   const h = native.processGroupNew(
     store.h,
     rank,
@@ -198,7 +225,8 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
     prefix,
     interfaces,
   );
-  defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs);
+  const allTsddp = store.add(membersKey, 0) >= worldSize;
+  defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs, allTsddp);
   return defaultGroup;
 }
 

@@ -16,6 +16,11 @@ export class Store {
     isServer: boolean;
     worldSize?: number;
     timeoutMs?: number;
+    /**
+     * Join the store's count of workers ("init/"), as torch.distributed's stores do
+     * (wait_for_workers=True); a server then also waits until worldSize have joined.
+     */
+    waitWorkers?: boolean;
   }): Store {
     const [h, port] = native.tcpStoreNew(
       opts.host,
@@ -23,7 +28,7 @@ export class Store {
       opts.isServer,
       opts.worldSize,
       opts.timeoutMs ?? 300_000,
-      false,
+      opts.waitWorkers ?? false,
     );
     return new Store(h, port);
   }

@@ -1,0 +1,132 @@
+// tsddp and PyTorch in one job: the same store keys and init collectives as
+// torch.distributed 2.13, so a world may mix PyTorch and tsddp ranks, and tsddp workers run
+// under the real torchrun (TORCHELASTIC_USE_AGENT_STORE: the agent hosts the store).
+// Each rank runs test/workers/interop_rank.py or interop-rank.mts — the same collectives,
+// then 3 DDP SGD steps — and prints its results; a mixed world must give, rank by rank,
+// exactly what an all-PyTorch world gives. Needs a Python with torch (setup's .venv);
+// skipped, with the reason, without one.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { freePort } from '../src/benchmark/gang.ts';
+import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
+
+const torch = probeTorchPython();
+const skip = torch === null ? 'no Python that can import torch (npm run setup makes .venv)' : false;
+const PY_RANK = join(REPO_ROOT, 'test/workers/interop_rank.py');
+const TS_RANK = join(REPO_ROOT, 'test/workers/interop-rank.mts');
+const TSX = ['--import', 'tsx'];
+
+type Side = 'pytorch' | 'tsddp';
+interface RankResult {
+  rank: number;
+  side: Side;
+  params: number[][];
+  [collective: string]: unknown;
+}
+
+interface Run {
+  code: number | null;
+  out: string;
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: REPO_ROOT, env: { ...process.env, OMP_NUM_THREADS: '1', ...env } });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+function results(out: string): RankResult[] {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as RankResult)
+    .sort((a, b) => a.rank - b.rank);
+}
+
+/** A 2-rank env:// world whose rank r runs sides[r]. */
+async function world(sides: [Side, Side]): Promise<RankResult[]> {
+  const port = await freePort();
+  const runs = await Promise.all(
+    sides.map((side, rank) => {
+      const env = {
+        MASTER_ADDR: '127.0.0.1',
+        MASTER_PORT: String(port),
+        WORLD_SIZE: '2',
+        RANK: String(rank),
+        LOCAL_RANK: String(rank),
+      };
+      return side === 'pytorch'
+        ? run((torch as { python: string }).python, [PY_RANK], env)
+        : run(process.execPath, [...TSX, TS_RANK], env);
+    }),
+  );
+  for (const [rank, r] of runs.entries()) assert.equal(r.code, 0, `rank ${rank} (${sides[rank]}):\n${r.out}`);
+  const out = results(runs.map((r) => r.out).join('\n'));
+  assert.deepEqual(
+    out.map((r) => r.side),
+    sides,
+  );
+  return out;
+}
+
+let reference: RankResult[] | undefined;
+async function allPyTorch(): Promise<RankResult[]> {
+  reference ??= await world(['pytorch', 'pytorch']);
+  return reference;
+}
+
+/** Rank by rank, every collective's result and the trained parameters equal the all-PyTorch world's. */
+function assertSameAsPyTorch(got: RankResult[], ref: RankResult[]): void {
+  for (const r of [0, 1]) {
+    const { side: _a, ...mine } = got[r];
+    const { side: _b, ...theirs } = ref[r];
+    assert.deepEqual(mine, theirs, `rank ${r} (${got[r].side}) differs from PyTorch's rank ${r}`);
+  }
+  assert.deepEqual(got[0].params, got[1].params, 'DDP leaves the same parameters on both ranks');
+}
+
+test('a world of a PyTorch rank 0 and a tsddp rank 1 gives PyTorch’s results, bit for bit', {
+  skip,
+}, async () => {
+  assertSameAsPyTorch(await world(['pytorch', 'tsddp']), await allPyTorch());
+});
+
+test('a world of a tsddp rank 0 (serving the store) and a PyTorch rank 1 gives PyTorch’s results', {
+  skip,
+}, async () => {
+  assertSameAsPyTorch(await world(['tsddp', 'pytorch']), await allPyTorch());
+});
+
+test('tsddp workers run under the real torchrun (--standalone, the agent hosts the store)', {
+  skip,
+}, async () => {
+  const r = await run(
+    (torch as { python: string }).python,
+    [
+      ...['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2', '--no-python'],
+      ...[process.execPath, ...TSX, TS_RANK],
+    ],
+    {},
+  );
+  assert.equal(r.code, 0, r.out);
+  const got = results(r.out);
+  assert.deepEqual(
+    got.map((x) => x.side),
+    ['tsddp', 'tsddp'],
+  );
+  assertSameAsPyTorch(got, await allPyTorch());
+});
