@@ -167,7 +167,13 @@ function parseInit(opts: InitOptions): {
       throw new TypeError(`initProcessGroup(): initMethod '${method}' needs rank and worldSize`);
     }
     const store = Store.file(method.slice('file://'.length), opts.worldSize, timeoutMs);
-    return { store, rank: opts.rank, worldSize: opts.worldSize, hostname: '127.0.0.1', prefix: PYTORCH_DEFAULT_PREFIX };
+    return {
+      store,
+      rank: opts.rank,
+      worldSize: opts.worldSize,
+      hostname: '127.0.0.1',
+      prefix: PYTORCH_DEFAULT_PREFIX,
+    };
   }
   throw new TypeError(
     `initProcessGroup(): unknown initMethod '${method}'; use env://, tcp://host:port or file:///path`,
