@@ -7,8 +7,10 @@
 // skipped, with the reason, without one.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { freePort } from '../src/benchmark/gang.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
 
@@ -17,6 +19,8 @@ const skip = torch === null ? 'no Python that can import torch (npm run setup ma
 const PY_RANK = join(REPO_ROOT, 'test/workers/interop_rank.py');
 const TS_RANK = join(REPO_ROOT, 'test/workers/interop-rank.mts');
 const TSX = ['--import', 'tsx'];
+const tmp = mkdtempSync(join(tmpdir(), 'tsddp-interop-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
 
 type Side = 'pytorch' | 'tsddp';
 interface RankResult {
@@ -129,4 +133,49 @@ test('tsddp workers run under the real torchrun (--standalone, the agent hosts t
     ['tsddp', 'tsddp'],
   );
   assertSameAsPyTorch(got, await allPyTorch());
+});
+
+test('under torchrun --max-restarts 1, a crashed tsddp gang restarts and resumes from its last checkpoint', {
+  skip,
+}, async () => {
+  // Rank 1 is SIGKILLed after step 5 of the first attempt; checkpoints every 3 steps.
+  const job = {
+    config: {
+      model: 'resnet18',
+      widthMultiplier: 0.125,
+      imageSize: 16,
+      trainSize: 96,
+      valSize: 8,
+      batchSize: 4,
+      epochs: 1,
+      workers: 0,
+      evalEvery: 0,
+      checkpointDir: join(tmp, 'ck'),
+      checkpointEvery: 3,
+    },
+    crash: { atStep: 5, ranks: [1], attempt: 0 },
+    result: join(tmp, 'res'),
+  };
+  writeFileSync(join(tmp, 'job.json'), JSON.stringify(job));
+  const r = await run(
+    (torch as { python: string }).python,
+    [
+      ...['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2', '--max-restarts', '1'],
+      ...[
+        '--no-python',
+        process.execPath,
+        ...TSX,
+        join(REPO_ROOT, 'test/workers/train-worker.ts'),
+        join(tmp, 'job.json'),
+      ],
+    ],
+    {},
+  );
+  assert.equal(r.code, 0, r.out);
+  for (const rank of [0, 1]) {
+    const res = JSON.parse(readFileSync(join(tmp, `res.rank${rank}`), 'utf8'));
+    assert.equal(res.startStep, 3, `rank ${rank} resumed from the step-3 checkpoint:\n${r.out}`);
+    assert.equal(res.resumedFrom, join(tmp, 'ck', 'ckpt-000003'));
+    assert.equal(res.steps, 12);
+  }
 });

@@ -3,7 +3,7 @@
 import { native } from '../core/native.ts';
 import { cuda } from '../core/runtime.ts';
 import type { Tensor } from '../core/tensor.ts';
-import { isLoopback, readDistEnv } from './env.ts';
+import { type DistEnv, isLoopback, readDistEnv } from './env.ts';
 import { DistributedError } from './errors.ts';
 import { Store } from './store.ts';
 
@@ -78,6 +78,20 @@ let defaultGroup: ProcessGroup | null = null;
 /** torch.distributed's store prefix of the default group: PrefixStore("default_pg") over PrefixStore("0/"). */
 const PYTORCH_DEFAULT_PREFIX = 'default_pg/0/';
 
+/**
+ * The default group's store prefix under env://: torch.distributed's (PrefixStore
+ * "default_pg", then the group name "0/"), so PyTorch and tsddp ranks can share a world.
+ * A launcher's store outlives a gang restart, and a restarted gang would read the dead
+ * gang's Gloo addresses under the same keys: tsrun's workers, and torchrun's from their
+ * first restart on, keep the attempt in the prefix. (PyTorch's workers do not; a restart
+ * of a mixed world under torchrun does not rejoin.)
+ */
+function storePrefix(env: DistEnv): string {
+  if (env.tsrunStore) return `default_pg/attempt${env.restartCount}`;
+  if (env.agentStore && env.restartCount > 0) return `default_pg/attempt${env.restartCount}/0/`;
+  return PYTORCH_DEFAULT_PREFIX;
+}
+
 function parseInit(opts: InitOptions): {
   store: Store;
   rank: number;
@@ -134,10 +148,7 @@ function parseInit(opts: InitOptions): {
       rank,
       worldSize,
       hostname: glooHostname(env.masterAddr),
-      // torch.distributed's keys (PrefixStore "default_pg", then the group name "0/"), so
-      // PyTorch and tsddp ranks can share a world; under tsrun, whose store outlives a
-      // restart, the attempt keeps a restarted gang's keys apart.
-      prefix: env.tsrunStore ? `default_pg/attempt${env.restartCount}` : PYTORCH_DEFAULT_PREFIX,
+      prefix: storePrefix(env),
     };
   }
   const tcp = /^tcp:\/\/([^:/]+|\[[^\]]+\]):(\d+)\/?$/.exec(method);
