@@ -115,25 +115,59 @@ test('a world of a tsddp rank 0 (serving the store) and a PyTorch rank 1 gives P
   assertSameAsPyTorch(await world(['tsddp', 'pytorch']), await allPyTorch());
 });
 
-test('tsddp workers run under the real torchrun (--standalone, the agent hosts the store)', {
-  skip,
-}, async () => {
-  const r = await run(
-    (torch as { python: string }).python,
-    [
-      ...['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2', '--no-python'],
-      ...[process.execPath, ...TSX, TS_RANK],
+// torchrun's three ways to rendezvous: --standalone (c10d on a free local port), static
+// (--master-addr/--master-port), and c10d with an endpoint and id.
+const RENDEZVOUS: [string, () => Promise<string[]>][] = [
+  ['--standalone', async () => ['--standalone']],
+  [
+    'static rendezvous',
+    async () => [
+      '--nnodes',
+      '1',
+      '--node-rank',
+      '0',
+      '--master-addr',
+      '127.0.0.1',
+      '--master-port',
+      String(await freePort()),
     ],
-    {},
-  );
-  assert.equal(r.code, 0, r.out);
-  const got = results(r.out);
-  assert.deepEqual(
-    got.map((x) => x.side),
-    ['tsddp', 'tsddp'],
-  );
-  assertSameAsPyTorch(got, await allPyTorch());
-});
+  ],
+  [
+    'c10d rendezvous',
+    async () => [
+      '--nnodes',
+      '1:1',
+      '--rdzv-backend',
+      'c10d',
+      '--rdzv-endpoint',
+      `127.0.0.1:${await freePort()}`,
+      '--rdzv-id',
+      'interop',
+    ],
+  ],
+];
+
+for (const [mode, flags] of RENDEZVOUS) {
+  test(`tsddp workers run under the real torchrun (${mode}; the agent hosts the store)`, {
+    skip,
+  }, async () => {
+    const r = await run(
+      (torch as { python: string }).python,
+      [
+        ...['-m', 'torch.distributed.run', ...(await flags()), '--nproc-per-node', '2', '--no-python'],
+        ...[process.execPath, ...TSX, TS_RANK],
+      ],
+      {},
+    );
+    assert.equal(r.code, 0, r.out);
+    const got = results(r.out);
+    assert.deepEqual(
+      got.map((x) => x.side),
+      ['tsddp', 'tsddp'],
+    );
+    assertSameAsPyTorch(got, await allPyTorch());
+  });
+}
 
 test('under torchrun --max-restarts 1, a crashed tsddp gang restarts and resumes from its last checkpoint', {
   skip,
