@@ -164,14 +164,59 @@ export function parseStdSelector(flag: string, raw: string, nproc: number): StdS
   return out;
 }
 
-/** Validates raw flags into a LaunchConfig. `cudaDevices` is only asked for 'gpu'/'auto'. */
+/** The launcher flags that take a value (the others are switches). */
+const SWITCHES = new Set(['standalone']);
+
+/**
+ * torchrun's defaults from the environment: each flag `--foo-bar` not given takes
+ * `PET_FOO_BAR` (Kubeflow's PyTorchJob and TorchX set PET_NNODES, PET_NODE_RANK,
+ * PET_NPROC_PER_NODE, PET_MASTER_ADDR, PET_MASTER_PORT, ...). A given flag wins.
+ */
+export function withEnvDefaults<R extends RawLaunchOptions>(
+  raw: R,
+  env: NodeJS.ProcessEnv,
+  names: readonly string[],
+): R {
+  const out = { ...raw } as Record<string, unknown>;
+  for (const name of names) {
+    if (out[name] !== undefined) continue;
+    const value = env[`PET_${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`];
+    if (value === undefined || value === '') continue;
+    out[name] = SWITCHES.has(name) ? true : value;
+  }
+  return out as R;
+}
+
+const LAUNCH_OPTION_NAMES: readonly (keyof RawLaunchOptions)[] = [
+  'nprocPerNode',
+  'nnodes',
+  'nodeRank',
+  'masterAddr',
+  'masterPort',
+  'standalone',
+  'maxRestarts',
+  'monitorInterval',
+  'logDir',
+  'tee',
+  'redirects',
+  'runId',
+  'rdzvTimeout',
+  'termTimeout',
+  'watchdog',
+];
+
+/**
+ * Validates raw flags into a LaunchConfig; flags not given default to torchrun's PET_*
+ * environment variables. `cudaDevices` is only asked for 'gpu'/'auto'.
+ */
 export function resolveLaunchConfig(
   script: string,
   scriptArgs: string[],
-  raw: RawLaunchOptions & { dashboard?: string | boolean },
+  given: RawLaunchOptions & { dashboard?: string | boolean },
   env: NodeJS.ProcessEnv = process.env,
   cudaDevices: () => number = () => 0,
 ): LaunchConfig {
+  const raw = withEnvDefaults(given, env, LAUNCH_OPTION_NAMES);
   const path = resolve(script);
   if (!existsSync(path) || !statSync(path).isFile())
     throw new LaunchConfigError(`script not found: ${script} (resolved to ${path})`);
