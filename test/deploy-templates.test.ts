@@ -6,7 +6,6 @@
 // and the training script test/workers/launch-env.ts, which reports its environment and
 // an all-reduce over the job. Two nodes must form one world of ranks 0 and 1.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -14,6 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { freePort } from '../src/benchmark/gang.ts';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
 import { resolveLaunchConfig } from '../src/launch/options.ts';
+import { runCommand } from './helpers/run.ts';
 
 const TSRUN = [process.execPath, join(REPO_ROOT, 'bin/tsrun.mjs')];
 const SCRIPT = join(REPO_ROOT, 'test/workers/launch-env.ts');
@@ -23,33 +23,12 @@ interface Report {
   sum: number;
 }
 
-function runNode(cmd: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd[0], cmd.slice(1), {
-      cwd: REPO_ROOT,
-      env: { ...process.env, OMP_NUM_THREADS: '1', ...env },
-    });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      out += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
-
 /** Runs `nodeCommand(r)` for nodes 0 and 1 at once; checks they form one world of 2 ranks. */
 async function twoNodes(nodeCommand: (node: number) => { cmd: string[]; env: NodeJS.ProcessEnv }) {
   const runs = await Promise.all(
     [0, 1].map((r) => {
       const { cmd, env } = nodeCommand(r);
-      return runNode(cmd, env);
+      return runCommand(cmd, { env, cwd: REPO_ROOT, timeoutMs: 90_000 });
     }),
   );
   for (const [r, run] of runs.entries()) {

@@ -6,13 +6,13 @@
 // exactly what an all-PyTorch world gives. Needs a Python with torch (setup's .venv);
 // skipped, with the reason, without one.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { freePort } from '../src/benchmark/gang.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
+import { type CommandRun, runCommand } from './helpers/run.ts';
 
 const torch = probeTorchPython();
 const skip = torch === null ? 'no Python that can import torch (npm run setup makes .venv)' : false;
@@ -30,27 +30,9 @@ interface RankResult {
   [collective: string]: unknown;
 }
 
-interface Run {
-  code: number | null;
-  out: string;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: REPO_ROOT, env: { ...process.env, OMP_NUM_THREADS: '1', ...env } });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      out += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+/** `cmd args` in the repository, to its end. */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<CommandRun> {
+  return runCommand([cmd, ...args], { env, cwd: REPO_ROOT });
 }
 
 function results(out: string): RankResult[] {

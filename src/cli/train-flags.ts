@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { Command, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import type { RawLaunchOptions } from '../launch/options.ts';
+import { LAUNCH_OPTION_KINDS, type RawLaunchOptions } from '../launch/options.ts';
 import {
   allowedOptionsLine,
   ConfigError,
@@ -30,23 +30,7 @@ export const TRAIN_CONFIG_ENV = 'TSDDP_TRAIN_CONFIG';
  * The launcher's flags (torchrun's: --nproc-per-node, --max-restarts, ...), kept as the
  * text given: the launcher validates them (--nproc-per-node also takes cpu/gpu/auto).
  */
-const LAUNCH_KINDS = {
-  nprocPerNode: 'string',
-  nnodes: 'string',
-  nodeRank: 'string',
-  masterAddr: 'string',
-  masterPort: 'string',
-  standalone: 'bool',
-  maxRestarts: 'string',
-  monitorInterval: 'string',
-  logDir: 'string',
-  tee: 'string',
-  redirects: 'string',
-  runId: 'string',
-  rdzvTimeout: 'string',
-  termTimeout: 'string',
-  watchdog: 'string',
-} satisfies Record<keyof RawLaunchOptions, OptionKind>;
+const LAUNCH_KINDS: Record<keyof RawLaunchOptions, OptionKind> = LAUNCH_OPTION_KINDS;
 const LAUNCH_NAMES = Object.keys(LAUNCH_KINDS);
 
 /** Options whose value may be left out, and what a bare flag means: `--dashboard` a free port. */

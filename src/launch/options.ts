@@ -164,46 +164,43 @@ export function parseStdSelector(flag: string, raw: string, nproc: number): StdS
   return out;
 }
 
-/** The launcher flags that take a value (the others are switches). */
-const SWITCHES = new Set(['standalone']);
+/**
+ * Every launcher option and how it is given: text (the launcher validates it) or a
+ * switch. `tsddp train` takes the same ones (cli/train-flags.ts).
+ */
+export const LAUNCH_OPTION_KINDS = {
+  nprocPerNode: 'string',
+  nnodes: 'string',
+  nodeRank: 'string',
+  masterAddr: 'string',
+  masterPort: 'string',
+  standalone: 'bool',
+  maxRestarts: 'string',
+  monitorInterval: 'string',
+  logDir: 'string',
+  tee: 'string',
+  redirects: 'string',
+  runId: 'string',
+  rdzvTimeout: 'string',
+  termTimeout: 'string',
+  watchdog: 'string',
+} as const satisfies Record<keyof RawLaunchOptions, 'string' | 'bool'>;
 
 /**
  * torchrun's defaults from the environment: each flag `--foo-bar` not given takes
  * `PET_FOO_BAR` (Kubeflow's PyTorchJob and TorchX set PET_NNODES, PET_NODE_RANK,
  * PET_NPROC_PER_NODE, PET_MASTER_ADDR, PET_MASTER_PORT, ...). A given flag wins.
  */
-export function withEnvDefaults<R extends RawLaunchOptions>(
-  raw: R,
-  env: NodeJS.ProcessEnv,
-  names: readonly string[],
-): R {
+export function withEnvDefaults<R extends RawLaunchOptions>(raw: R, env: NodeJS.ProcessEnv): R {
   const out = { ...raw } as Record<string, unknown>;
-  for (const name of names) {
+  for (const [name, kind] of Object.entries(LAUNCH_OPTION_KINDS)) {
     if (out[name] !== undefined) continue;
     const value = env[`PET_${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`];
     if (value === undefined || value === '') continue;
-    out[name] = SWITCHES.has(name) ? true : value;
+    out[name] = kind === 'bool' ? true : value;
   }
   return out as R;
 }
-
-const LAUNCH_OPTION_NAMES: readonly (keyof RawLaunchOptions)[] = [
-  'nprocPerNode',
-  'nnodes',
-  'nodeRank',
-  'masterAddr',
-  'masterPort',
-  'standalone',
-  'maxRestarts',
-  'monitorInterval',
-  'logDir',
-  'tee',
-  'redirects',
-  'runId',
-  'rdzvTimeout',
-  'termTimeout',
-  'watchdog',
-];
 
 /**
  * Validates raw flags into a LaunchConfig; flags not given default to torchrun's PET_*
@@ -216,7 +213,7 @@ export function resolveLaunchConfig(
   env: NodeJS.ProcessEnv = process.env,
   cudaDevices: () => number = () => 0,
 ): LaunchConfig {
-  const raw = withEnvDefaults(given, env, LAUNCH_OPTION_NAMES);
+  const raw = withEnvDefaults(given, env);
   const path = resolve(script);
   if (!existsSync(path) || !statSync(path).isFile())
     throw new LaunchConfigError(`script not found: ${script} (resolved to ${path})`);

@@ -131,9 +131,9 @@ export class Adam extends Optimizer {
     const amsgrad = flag(group, 'amsgrad');
     const decoupled = flag(group, 'decoupledWeightDecay');
     const double = (v: number) => t.full([], v, { dtype: 'float64' });
-    const beta2T = double(beta2);
-    const epsT = double(eps);
-    const decayT = double(1 - lr * weightDecay);
+    using beta2T = double(beta2);
+    using epsT = double(eps);
+    using decayT = double(1 - lr * weightDecay);
     // lr / bias_correction1 and sqrt(bias_correction2), once per distinct step count.
     const byStep = new Map<number, [number, number]>();
     const corrections = (step: number): [number, number] => {

@@ -103,7 +103,7 @@ export class SGD extends Optimizer {
     // a double; mul_.Scalar would round it to the buffer's dtype first (float16 and
     // bfloat16 then drift from PyTorch). A 0-dim float64 CPU tensor keeps the double
     // and, being 0-dim, does not change the in-place result's dtype.
-    const momentumScalar = t.full([], momentum, { dtype: 'float64' });
+    using momentumScalar = t.full([], momentum, { dtype: 'float64' });
     params.forEach((p, i) => {
       t.tidy(() => {
         let grad = maximize ? grads[i].neg() : grads[i];
