@@ -436,6 +436,7 @@ const op = makeOpTable([
   'aten::dropout_',
   'aten::feature_dropout',
   'aten::embedding',
+  'aten::scaled_dot_product_attention',
   'aten::upsample_nearest2d.vec',
   'aten::upsample_nearest2d',
   'aten::upsample_bilinear2d.vec',
@@ -4499,6 +4500,22 @@ export function embedding(...a: any[]): any {
   return wrap(N.call(op(409), th((n > 0 ? a[0] : o?.weight), 'aten::embedding', 'weight'), th((n > 1 ? a[1] : o?.indices), 'aten::embedding', 'indices'), (n > 2 ? a[2] : o?.paddingIdx), (n > 3 ? a[3] : o?.scaleGradByFreq), (n > 4 ? a[4] : o?.sparse)) as number);
 }
 
+const scaledDotProductAttentionParams = ['query', 'key', 'value', 'attnMask', 'dropoutP', 'isCausal', 'scale', 'enableGqa'];
+/** `aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` */
+export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, attnMask?: Tensor | null, dropoutP?: number, isCausal?: boolean, opts?: { scale?: number | null; enableGqa?: boolean }): Tensor;
+/** `aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` */
+export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, attnMask?: Tensor | null, dropoutP?: number, opts?: { isCausal?: boolean; scale?: number | null; enableGqa?: boolean }): Tensor;
+/** `aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` */
+export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, attnMask?: Tensor | null, opts?: { dropoutP?: number; isCausal?: boolean; scale?: number | null; enableGqa?: boolean }): Tensor;
+/** `aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` */
+export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: { attnMask?: Tensor | null; dropoutP?: number; isCausal?: boolean; scale?: number | null; enableGqa?: boolean }): Tensor;
+export function scaledDotProductAttention(...a: any[]): any {
+  const n = positionalCount(a, 3, scaledDotProductAttentionParams);
+  const o = a[n];
+  if (n > 6 || (o !== undefined && !optionsFit(o, ['query', 'key', 'value', 'attnMask', 'dropoutP', 'isCausal', 'scale', 'enableGqa'], n))) throw noOverload('scaledDotProductAttention', a, scaledDotProductAttentionParams);
+  return wrap(N.call(op(410), th((n > 0 ? a[0] : o?.query), 'aten::scaled_dot_product_attention', 'query'), th((n > 1 ? a[1] : o?.key), 'aten::scaled_dot_product_attention', 'key'), th((n > 2 ? a[2] : o?.value), 'aten::scaled_dot_product_attention', 'value'), oth((n > 3 ? a[3] : o?.attnMask), 'aten::scaled_dot_product_attention', 'attn_mask'), (n > 4 ? a[4] : o?.dropoutP), (n > 5 ? a[5] : o?.isCausal), o?.scale, o?.enableGqa) as number);
+}
+
 const upsampleNearest2dParams = ['input', 'outputSize', 'scaleFactors', 'self', 'scalesH', 'scalesW'];
 /** `aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` */
 export function upsampleNearest2d(input: Tensor, outputSize: number[] | null, scaleFactors: number[] | null): Tensor;
@@ -4512,10 +4529,10 @@ export function upsampleNearest2d(...a: any[]): any {
   const n = positionalCount(a, 2, upsampleNearest2dParams);
   const o = a[n];
   if (n <= 3 && (n > 0 ? a[0] instanceof Tensor : o?.input instanceof Tensor) && (n > 1 ? (a[1] === null || a[1] === undefined || isIntList(a[1])) : (o?.outputSize === null || isIntList(o?.outputSize))) && (n > 2 ? (a[2] === null || a[2] === undefined || Array.isArray(a[2])) : (o?.scaleFactors === null || Array.isArray(o?.scaleFactors))) && (o === undefined || optionsFit(o, ['input', 'outputSize', 'scaleFactors'], n))) {
-    return wrap(N.call(op(410), th((n > 0 ? a[0] : o?.input), 'aten::upsample_nearest2d.vec', 'input'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.scaleFactors)) as number);
+    return wrap(N.call(op(411), th((n > 0 ? a[0] : o?.input), 'aten::upsample_nearest2d.vec', 'input'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.scaleFactors)) as number);
   }
   if (n <= 4 && n > 0 && a[0] instanceof Tensor && (n > 1 ? isIntListOrInt(a[1]) : isIntListOrInt(o?.outputSize)) && (n > 2 ? (a[2] === null || a[2] === undefined || typeof a[2] === 'number') : (o?.scalesH === null || o?.scalesH === undefined || typeof o?.scalesH === 'number')) && (n > 3 ? (a[3] === null || a[3] === undefined || typeof a[3] === 'number') : (o?.scalesW === null || o?.scalesW === undefined || typeof o?.scalesW === 'number')) && (o === undefined || optionsFit(o, ['self', 'outputSize', 'scalesH', 'scalesW'], n))) {
-    return wrap(N.call(op(411), th(a[0], 'aten::upsample_nearest2d', 'self'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.scalesH), (n > 3 ? a[3] : o?.scalesW)) as number);
+    return wrap(N.call(op(412), th(a[0], 'aten::upsample_nearest2d', 'self'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.scalesH), (n > 3 ? a[3] : o?.scalesW)) as number);
   }
   throw noOverload('upsampleNearest2d', a, upsampleNearest2dParams);
 }
@@ -4533,10 +4550,10 @@ export function upsampleBilinear2d(...a: any[]): any {
   const n = positionalCount(a, 3, upsampleBilinear2dParams);
   const o = a[n];
   if (n <= 4 && (n > 0 ? a[0] instanceof Tensor : o?.input instanceof Tensor) && (n > 1 ? (a[1] === null || a[1] === undefined || isIntList(a[1])) : (o?.outputSize === null || isIntList(o?.outputSize))) && (n > 2 ? typeof a[2] === 'boolean' : typeof o?.alignCorners === 'boolean') && (n > 3 ? (a[3] === null || a[3] === undefined || Array.isArray(a[3])) : (o?.scaleFactors === null || Array.isArray(o?.scaleFactors))) && (o === undefined || optionsFit(o, ['input', 'outputSize', 'alignCorners', 'scaleFactors'], n))) {
-    return wrap(N.call(op(412), th((n > 0 ? a[0] : o?.input), 'aten::upsample_bilinear2d.vec', 'input'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.alignCorners), (n > 3 ? a[3] : o?.scaleFactors)) as number);
+    return wrap(N.call(op(413), th((n > 0 ? a[0] : o?.input), 'aten::upsample_bilinear2d.vec', 'input'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.alignCorners), (n > 3 ? a[3] : o?.scaleFactors)) as number);
   }
   if (n <= 5 && n > 0 && a[0] instanceof Tensor && (n > 1 ? isIntListOrInt(a[1]) : isIntListOrInt(o?.outputSize)) && (n > 2 ? typeof a[2] === 'boolean' : typeof o?.alignCorners === 'boolean') && (n > 3 ? (a[3] === null || a[3] === undefined || typeof a[3] === 'number') : (o?.scalesH === null || o?.scalesH === undefined || typeof o?.scalesH === 'number')) && (n > 4 ? (a[4] === null || a[4] === undefined || typeof a[4] === 'number') : (o?.scalesW === null || o?.scalesW === undefined || typeof o?.scalesW === 'number')) && (o === undefined || optionsFit(o, ['self', 'outputSize', 'alignCorners', 'scalesH', 'scalesW'], n))) {
-    return wrap(N.call(op(413), th(a[0], 'aten::upsample_bilinear2d', 'self'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.alignCorners), (n > 3 ? a[3] : o?.scalesH), (n > 4 ? a[4] : o?.scalesW)) as number);
+    return wrap(N.call(op(414), th(a[0], 'aten::upsample_bilinear2d', 'self'), (n > 1 ? a[1] : o?.outputSize), (n > 2 ? a[2] : o?.alignCorners), (n > 3 ? a[3] : o?.scalesH), (n > 4 ? a[4] : o?.scalesW)) as number);
   }
   throw noOverload('upsampleBilinear2d', a, upsampleBilinear2dParams);
 }
@@ -4546,7 +4563,7 @@ export function pixelShuffle(self: Tensor, upscaleFactor: number): Tensor;
 export function pixelShuffle(...a: any[]): any {
   const n = a.length;
   if (n > 2) throw noOverload('pixelShuffle', a);
-  return wrap(N.call(op(414), th(a[0], 'aten::pixel_shuffle', 'self'), a[1]) as number);
+  return wrap(N.call(op(415), th(a[0], 'aten::pixel_shuffle', 'self'), a[1]) as number);
 }
 
 /** `aten::hardswish(Tensor self) -> Tensor` */
@@ -4554,7 +4571,7 @@ export function hardswish(self: Tensor): Tensor;
 export function hardswish(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('hardswish', a);
-  return wrap(N.call(op(415), th(a[0], 'aten::hardswish', 'self')) as number);
+  return wrap(N.call(op(416), th(a[0], 'aten::hardswish', 'self')) as number);
 }
 
 /** `aten::hardsigmoid(Tensor self) -> Tensor` */
@@ -4562,7 +4579,7 @@ export function hardsigmoid(self: Tensor): Tensor;
 export function hardsigmoid(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('hardsigmoid', a);
-  return wrap(N.call(op(416), th(a[0], 'aten::hardsigmoid', 'self')) as number);
+  return wrap(N.call(op(417), th(a[0], 'aten::hardsigmoid', 'self')) as number);
 }
 
 /** `aten::mish(Tensor self) -> Tensor` */
@@ -4570,7 +4587,7 @@ export function mish(self: Tensor): Tensor;
 export function mish(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('mish', a);
-  return wrap(N.call(op(417), th(a[0], 'aten::mish', 'self')) as number);
+  return wrap(N.call(op(418), th(a[0], 'aten::mish', 'self')) as number);
 }
 
 const eluParams = ['self', 'alpha', 'scale', 'inputScale'];
@@ -4586,7 +4603,7 @@ export function elu(...a: any[]): any {
   const n = positionalCount(a, 1, eluParams);
   const o = a[n];
   if (n > 4 || (o !== undefined && !optionsFit(o, ['self', 'alpha', 'scale', 'inputScale'], n))) throw noOverload('elu', a, eluParams);
-  return wrap(N.call(op(418), th(a[0], 'aten::elu', 'self'), (n > 1 ? a[1] : o?.alpha), (n > 2 ? a[2] : o?.scale), (n > 3 ? a[3] : o?.inputScale)) as number);
+  return wrap(N.call(op(419), th(a[0], 'aten::elu', 'self'), (n > 1 ? a[1] : o?.alpha), (n > 2 ? a[2] : o?.scale), (n > 3 ? a[3] : o?.inputScale)) as number);
 }
 
 const gluParams = ['self', 'dim'];
@@ -4598,7 +4615,7 @@ export function glu(...a: any[]): any {
   const n = positionalCount(a, 1, gluParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['self', 'dim'], n))) throw noOverload('glu', a, gluParams);
-  return wrap(N.call(op(419), th(a[0], 'aten::glu', 'self'), (n > 1 ? a[1] : o?.dim)) as number);
+  return wrap(N.call(op(420), th(a[0], 'aten::glu', 'self'), (n > 1 ? a[1] : o?.dim)) as number);
 }
 
 const zerosParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -4608,7 +4625,7 @@ export function zeros(...a: any[]): any {
   const n = positionalCount(a, 1, zerosParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('zeros', a, zerosParams);
-  return rg(wrap(N.call(op(420), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::zeros'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(421), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::zeros'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const onesParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -4618,7 +4635,7 @@ export function ones(...a: any[]): any {
   const n = positionalCount(a, 1, onesParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('ones', a, onesParams);
-  return rg(wrap(N.call(op(421), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::ones'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(422), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::ones'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const fullParams = ['size', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -4628,7 +4645,7 @@ export function full(...a: any[]): any {
   const n = positionalCount(a, 2, fullParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['size', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('full', a, fullParams);
-  return rg(wrap(N.call(op(422), (n > 0 ? a[0] : o?.size), (n > 1 ? a[1] : o?.fillValue), dc(o?.dtype, 'aten::full'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(423), (n > 0 ? a[0] : o?.size), (n > 1 ? a[1] : o?.fillValue), dc(o?.dtype, 'aten::full'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const emptyParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'];
@@ -4638,7 +4655,7 @@ export function empty(...a: any[]): any {
   const n = positionalCount(a, 1, emptyParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('empty', a, emptyParams);
-  return rg(wrap(N.call(op(423), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::empty.memory_format'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::empty.memory_format')) as number), o);
+  return rg(wrap(N.call(op(424), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::empty.memory_format'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::empty.memory_format')) as number), o);
 }
 
 const emptyStridedParams = ['size', 'stride', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -4648,7 +4665,7 @@ export function emptyStrided(...a: any[]): any {
   const n = positionalCount(a, 2, emptyStridedParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['size', 'stride', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('emptyStrided', a, emptyStridedParams);
-  return rg(wrap(N.call(op(424), (n > 0 ? a[0] : o?.size), (n > 1 ? a[1] : o?.stride), dc(o?.dtype, 'aten::empty_strided'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(425), (n > 0 ? a[0] : o?.size), (n > 1 ? a[1] : o?.stride), dc(o?.dtype, 'aten::empty_strided'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const arangeParams = ['end', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad', 'start', 'step'];
@@ -4664,13 +4681,13 @@ export function arange(...a: any[]): any {
   const n = positionalCount(a, 1, arangeParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? isScalar(a[0]) : isScalar(o?.end)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['end', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(425), (n > 0 ? a[0] : o?.end), dc(o?.dtype, 'aten::arange'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(426), (n > 0 ? a[0] : o?.end), dc(o?.dtype, 'aten::arange'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 2 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(426), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), dc(o?.dtype, 'aten::arange.start'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(427), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), dc(o?.dtype, 'aten::arange.start'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (n > 2 ? (a[2] === undefined || isScalar(a[2])) : (o?.step === undefined || isScalar(o?.step))) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'step', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(427), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.step), dc(o?.dtype, 'aten::arange.start_step'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(428), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.step), dc(o?.dtype, 'aten::arange.start_step'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('arange', a, arangeParams);
 }
@@ -4688,16 +4705,16 @@ export function linspace(...a: any[]): any {
   const n = positionalCount(a, 3, linspaceParams);
   const o = a[n];
   if (n <= 3 && (n > 0 ? a[0] instanceof Tensor : o?.start instanceof Tensor) && (n > 1 ? a[1] instanceof Tensor : o?.end instanceof Tensor) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(428), th((n > 0 ? a[0] : o?.start), 'aten::linspace.Tensor_Tensor', 'start'), th((n > 1 ? a[1] : o?.end), 'aten::linspace.Tensor_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Tensor_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(429), th((n > 0 ? a[0] : o?.start), 'aten::linspace.Tensor_Tensor', 'start'), th((n > 1 ? a[1] : o?.end), 'aten::linspace.Tensor_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Tensor_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? a[0] instanceof Tensor : o?.start instanceof Tensor) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(429), th((n > 0 ? a[0] : o?.start), 'aten::linspace.Tensor_Scalar', 'start'), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Tensor_Scalar'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(430), th((n > 0 ? a[0] : o?.start), 'aten::linspace.Tensor_Scalar', 'start'), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Tensor_Scalar'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? a[1] instanceof Tensor : o?.end instanceof Tensor) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(430), (n > 0 ? a[0] : o?.start), th((n > 1 ? a[1] : o?.end), 'aten::linspace.Scalar_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Scalar_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(431), (n > 0 ? a[0] : o?.start), th((n > 1 ? a[1] : o?.end), 'aten::linspace.Scalar_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace.Scalar_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(431), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(432), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), dc(o?.dtype, 'aten::linspace'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('linspace', a, linspaceParams);
 }
@@ -4723,16 +4740,16 @@ export function logspace(...a: any[]): any {
   const n = positionalCount(a, 3, logspaceParams);
   const o = a[n];
   if (n <= 4 && (n > 0 ? a[0] instanceof Tensor : o?.start instanceof Tensor) && (n > 1 ? a[1] instanceof Tensor : o?.end instanceof Tensor) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (n > 3 ? (a[3] === undefined || typeof a[3] === 'number') : (o?.base === undefined || typeof o?.base === 'number')) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(432), th((n > 0 ? a[0] : o?.start), 'aten::logspace.Tensor_Tensor', 'start'), th((n > 1 ? a[1] : o?.end), 'aten::logspace.Tensor_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Tensor_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(433), th((n > 0 ? a[0] : o?.start), 'aten::logspace.Tensor_Tensor', 'start'), th((n > 1 ? a[1] : o?.end), 'aten::logspace.Tensor_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Tensor_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 4 && (n > 0 ? a[0] instanceof Tensor : o?.start instanceof Tensor) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (n > 3 ? (a[3] === undefined || typeof a[3] === 'number') : (o?.base === undefined || typeof o?.base === 'number')) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(433), th((n > 0 ? a[0] : o?.start), 'aten::logspace.Tensor_Scalar', 'start'), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Tensor_Scalar'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(434), th((n > 0 ? a[0] : o?.start), 'aten::logspace.Tensor_Scalar', 'start'), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Tensor_Scalar'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 4 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? a[1] instanceof Tensor : o?.end instanceof Tensor) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (n > 3 ? (a[3] === undefined || typeof a[3] === 'number') : (o?.base === undefined || typeof o?.base === 'number')) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(434), (n > 0 ? a[0] : o?.start), th((n > 1 ? a[1] : o?.end), 'aten::logspace.Scalar_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Scalar_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(435), (n > 0 ? a[0] : o?.start), th((n > 1 ? a[1] : o?.end), 'aten::logspace.Scalar_Tensor', 'end'), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace.Scalar_Tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 4 && (n > 0 ? isScalar(a[0]) : isScalar(o?.start)) && (n > 1 ? isScalar(a[1]) : isScalar(o?.end)) && (n > 2 ? typeof a[2] === 'number' : typeof o?.steps === 'number') && (n > 3 ? (a[3] === undefined || typeof a[3] === 'number') : (o?.base === undefined || typeof o?.base === 'number')) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(435), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(436), (n > 0 ? a[0] : o?.start), (n > 1 ? a[1] : o?.end), (n > 2 ? a[2] : o?.steps), (n > 3 ? a[3] : o?.base), dc(o?.dtype, 'aten::logspace'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('logspace', a, logspaceParams);
 }
@@ -4746,10 +4763,10 @@ export function eye(...a: any[]): any {
   const n = positionalCount(a, 1, eyeParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? typeof a[0] === 'number' : typeof o?.n === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['n', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(436), (n > 0 ? a[0] : o?.n), dc(o?.dtype, 'aten::eye'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(437), (n > 0 ? a[0] : o?.n), dc(o?.dtype, 'aten::eye'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 2 && (n > 0 ? typeof a[0] === 'number' : typeof o?.n === 'number') && (n > 1 ? typeof a[1] === 'number' : typeof o?.m === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['n', 'm', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(437), (n > 0 ? a[0] : o?.n), (n > 1 ? a[1] : o?.m), dc(o?.dtype, 'aten::eye.m'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(438), (n > 0 ? a[0] : o?.n), (n > 1 ? a[1] : o?.m), dc(o?.dtype, 'aten::eye.m'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('eye', a, eyeParams);
 }
@@ -4763,10 +4780,10 @@ export function rand(...a: any[]): any {
   const n = positionalCount(a, 1, randParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(438), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::rand'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(439), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::rand'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(439), (n > 0 ? a[0] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::rand.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(440), (n > 0 ? a[0] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::rand.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('rand', a, randParams);
 }
@@ -4780,10 +4797,10 @@ export function randn(...a: any[]): any {
   const n = positionalCount(a, 1, randnParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(440), (n > 0 ? a[0] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randn.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(441), (n > 0 ? a[0] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randn.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(441), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::randn'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(442), (n > 0 ? a[0] : o?.size), dc(o?.dtype, 'aten::randn'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('randn', a, randnParams);
 }
@@ -4801,16 +4818,16 @@ export function randint(...a: any[]): any {
   const n = positionalCount(a, 2, randintParams);
   const o = a[n];
   if (n <= 2 && (n > 0 ? typeof a[0] === 'number' : typeof o?.high === 'number') && (n > 1 ? isIntList(a[1]) : isIntList(o?.size)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['high', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(442), (n > 0 ? a[0] : o?.high), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::randint'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(443), (n > 0 ? a[0] : o?.high), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::randint'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 2 && (n > 0 ? typeof a[0] === 'number' : typeof o?.high === 'number') && (n > 1 ? isIntList(a[1]) : isIntList(o?.size)) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['high', 'size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(443), (n > 0 ? a[0] : o?.high), (n > 1 ? a[1] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randint.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(444), (n > 0 ? a[0] : o?.high), (n > 1 ? a[1] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randint.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? typeof a[0] === 'number' : typeof o?.low === 'number') && (n > 1 ? typeof a[1] === 'number' : typeof o?.high === 'number') && (n > 2 ? isIntList(a[2]) : isIntList(o?.size)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['low', 'high', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(444), (n > 0 ? a[0] : o?.low), (n > 1 ? a[1] : o?.high), (n > 2 ? a[2] : o?.size), dc(o?.dtype, 'aten::randint.low'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(445), (n > 0 ? a[0] : o?.low), (n > 1 ? a[1] : o?.high), (n > 2 ? a[2] : o?.size), dc(o?.dtype, 'aten::randint.low'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 3 && (n > 0 ? typeof a[0] === 'number' : typeof o?.low === 'number') && (n > 1 ? typeof a[1] === 'number' : typeof o?.high === 'number') && (n > 2 ? isIntList(a[2]) : isIntList(o?.size)) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['low', 'high', 'size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(445), (n > 0 ? a[0] : o?.low), (n > 1 ? a[1] : o?.high), (n > 2 ? a[2] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randint.low_generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(446), (n > 0 ? a[0] : o?.low), (n > 1 ? a[1] : o?.high), (n > 2 ? a[2] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::randint.low_generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('randint', a, randintParams);
 }
@@ -4824,10 +4841,10 @@ export function randperm(...a: any[]): any {
   const n = positionalCount(a, 1, randpermParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? typeof a[0] === 'number' : typeof o?.n === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['n', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(446), (n > 0 ? a[0] : o?.n), dc(o?.dtype, 'aten::randperm'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(447), (n > 0 ? a[0] : o?.n), dc(o?.dtype, 'aten::randperm'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   if (n <= 1 && (n > 0 ? typeof a[0] === 'number' : typeof o?.n === 'number') && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['n', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(447), (n > 0 ? a[0] : o?.n), gh(o?.generator), dc(o?.dtype, 'aten::randperm.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(448), (n > 0 ? a[0] : o?.n), gh(o?.generator), dc(o?.dtype, 'aten::randperm.generator'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('randperm', a, randpermParams);
 }
@@ -4839,7 +4856,7 @@ export function zerosLike(...a: any[]): any {
   const n = positionalCount(a, 1, zerosLikeParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('zerosLike', a, zerosLikeParams);
-  return rg(wrap(N.call(op(448), th(a[0], 'aten::zeros_like', 'self'), dc(o?.dtype, 'aten::zeros_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::zeros_like')) as number), o);
+  return rg(wrap(N.call(op(449), th(a[0], 'aten::zeros_like', 'self'), dc(o?.dtype, 'aten::zeros_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::zeros_like')) as number), o);
 }
 
 const onesLikeParams = ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'];
@@ -4849,7 +4866,7 @@ export function onesLike(...a: any[]): any {
   const n = positionalCount(a, 1, onesLikeParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('onesLike', a, onesLikeParams);
-  return rg(wrap(N.call(op(449), th(a[0], 'aten::ones_like', 'self'), dc(o?.dtype, 'aten::ones_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::ones_like')) as number), o);
+  return rg(wrap(N.call(op(450), th(a[0], 'aten::ones_like', 'self'), dc(o?.dtype, 'aten::ones_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::ones_like')) as number), o);
 }
 
 const fullLikeParams = ['self', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'];
@@ -4859,7 +4876,7 @@ export function fullLike(...a: any[]): any {
   const n = positionalCount(a, 2, fullLikeParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['self', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('fullLike', a, fullLikeParams);
-  return rg(wrap(N.call(op(450), th(a[0], 'aten::full_like', 'self'), (n > 1 ? a[1] : o?.fillValue), dc(o?.dtype, 'aten::full_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::full_like')) as number), o);
+  return rg(wrap(N.call(op(451), th(a[0], 'aten::full_like', 'self'), (n > 1 ? a[1] : o?.fillValue), dc(o?.dtype, 'aten::full_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::full_like')) as number), o);
 }
 
 const emptyLikeParams = ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'];
@@ -4869,7 +4886,7 @@ export function emptyLike(...a: any[]): any {
   const n = positionalCount(a, 1, emptyLikeParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('emptyLike', a, emptyLikeParams);
-  return rg(wrap(N.call(op(451), th(a[0], 'aten::empty_like', 'self'), dc(o?.dtype, 'aten::empty_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::empty_like')) as number), o);
+  return rg(wrap(N.call(op(452), th(a[0], 'aten::empty_like', 'self'), dc(o?.dtype, 'aten::empty_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::empty_like')) as number), o);
 }
 
 const randLikeParams = ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad', 'generator'];
@@ -4881,10 +4898,10 @@ export function randLike(...a: any[]): any {
   const n = positionalCount(a, 1, randLikeParams);
   const o = a[n];
   if (n <= 1 && n > 0 && a[0] instanceof Tensor && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(452), th(a[0], 'aten::rand_like', 'self'), dc(o?.dtype, 'aten::rand_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::rand_like')) as number), o);
+    return rg(wrap(N.call(op(453), th(a[0], 'aten::rand_like', 'self'), dc(o?.dtype, 'aten::rand_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::rand_like')) as number), o);
   }
   if (n <= 1 && n > 0 && a[0] instanceof Tensor && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(453), th(a[0], 'aten::rand_like.generator', 'self'), gh(o?.generator), dc(o?.dtype, 'aten::rand_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::rand_like.generator')) as number), o);
+    return rg(wrap(N.call(op(454), th(a[0], 'aten::rand_like.generator', 'self'), gh(o?.generator), dc(o?.dtype, 'aten::rand_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::rand_like.generator')) as number), o);
   }
   throw noOverload('randLike', a, randLikeParams);
 }
@@ -4898,10 +4915,10 @@ export function randnLike(...a: any[]): any {
   const n = positionalCount(a, 1, randnLikeParams);
   const o = a[n];
   if (n <= 1 && n > 0 && a[0] instanceof Tensor && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(454), th(a[0], 'aten::randn_like.generator', 'self'), gh(o?.generator), dc(o?.dtype, 'aten::randn_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randn_like.generator')) as number), o);
+    return rg(wrap(N.call(op(455), th(a[0], 'aten::randn_like.generator', 'self'), gh(o?.generator), dc(o?.dtype, 'aten::randn_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randn_like.generator')) as number), o);
   }
   if (n <= 1 && n > 0 && a[0] instanceof Tensor && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(455), th(a[0], 'aten::randn_like', 'self'), dc(o?.dtype, 'aten::randn_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randn_like')) as number), o);
+    return rg(wrap(N.call(op(456), th(a[0], 'aten::randn_like', 'self'), dc(o?.dtype, 'aten::randn_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randn_like')) as number), o);
   }
   throw noOverload('randnLike', a, randnLikeParams);
 }
@@ -4923,22 +4940,22 @@ export function randintLike(...a: any[]): any {
   const n = positionalCount(a, 2, randintLikeParams);
   const o = a[n];
   if (n <= 2 && n > 0 && a[0] instanceof Tensor && (n > 1 ? a[1] instanceof Tensor : o?.high instanceof Tensor) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'high', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(456), th(a[0], 'aten::randint_like.Tensor', 'self'), th((n > 1 ? a[1] : o?.high), 'aten::randint_like.Tensor', 'high'), dc(o?.dtype, 'aten::randint_like.Tensor'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.Tensor')) as number), o);
+    return rg(wrap(N.call(op(457), th(a[0], 'aten::randint_like.Tensor', 'self'), th((n > 1 ? a[1] : o?.high), 'aten::randint_like.Tensor', 'high'), dc(o?.dtype, 'aten::randint_like.Tensor'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.Tensor')) as number), o);
   }
   if (n <= 2 && n > 0 && a[0] instanceof Tensor && (n > 1 ? a[1] instanceof Tensor : o?.high instanceof Tensor) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'high', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(457), th(a[0], 'aten::randint_like.Tensor_generator', 'self'), th((n > 1 ? a[1] : o?.high), 'aten::randint_like.Tensor_generator', 'high'), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.Tensor_generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.Tensor_generator')) as number), o);
+    return rg(wrap(N.call(op(458), th(a[0], 'aten::randint_like.Tensor_generator', 'self'), th((n > 1 ? a[1] : o?.high), 'aten::randint_like.Tensor_generator', 'high'), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.Tensor_generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.Tensor_generator')) as number), o);
   }
   if (n <= 2 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'number' : typeof o?.high === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'high', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(458), th(a[0], 'aten::randint_like', 'self'), (n > 1 ? a[1] : o?.high), dc(o?.dtype, 'aten::randint_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like')) as number), o);
+    return rg(wrap(N.call(op(459), th(a[0], 'aten::randint_like', 'self'), (n > 1 ? a[1] : o?.high), dc(o?.dtype, 'aten::randint_like'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like')) as number), o);
   }
   if (n <= 2 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'number' : typeof o?.high === 'number') && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'high', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(459), th(a[0], 'aten::randint_like.generator', 'self'), (n > 1 ? a[1] : o?.high), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.generator')) as number), o);
+    return rg(wrap(N.call(op(460), th(a[0], 'aten::randint_like.generator', 'self'), (n > 1 ? a[1] : o?.high), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.generator'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.generator')) as number), o);
   }
   if (n <= 3 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'number' : typeof o?.low === 'number') && (n > 2 ? typeof a[2] === 'number' : typeof o?.high === 'number') && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'low', 'high', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(460), th(a[0], 'aten::randint_like.low_generator_dtype', 'self'), (n > 1 ? a[1] : o?.low), (n > 2 ? a[2] : o?.high), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.low_generator_dtype'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.low_generator_dtype')) as number), o);
+    return rg(wrap(N.call(op(461), th(a[0], 'aten::randint_like.low_generator_dtype', 'self'), (n > 1 ? a[1] : o?.low), (n > 2 ? a[2] : o?.high), gh(o?.generator), dc(o?.dtype, 'aten::randint_like.low_generator_dtype'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.low_generator_dtype')) as number), o);
   }
   if (n <= 3 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'number' : typeof o?.low === 'number') && (n > 2 ? typeof a[2] === 'number' : typeof o?.high === 'number') && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string') && (o === undefined || optionsFit(o, ['self', 'low', 'high', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(461), th(a[0], 'aten::randint_like.low_dtype', 'self'), (n > 1 ? a[1] : o?.low), (n > 2 ? a[2] : o?.high), dc(o?.dtype, 'aten::randint_like.low_dtype'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.low_dtype')) as number), o);
+    return rg(wrap(N.call(op(462), th(a[0], 'aten::randint_like.low_dtype', 'self'), (n > 1 ? a[1] : o?.low), (n > 2 ? a[2] : o?.high), dc(o?.dtype, 'aten::randint_like.low_dtype'), o?.layout, o?.device, o?.pinMemory, mfc(o?.memoryFormat, 'aten::randint_like.low_dtype')) as number), o);
   }
   throw noOverload('randintLike', a, randintLikeParams);
 }
@@ -4958,16 +4975,16 @@ export function normal(...a: any[]): any {
   const n = positionalCount(a, 1, normalParams);
   const o = a[n];
   if (n <= 2 && (n > 0 ? a[0] instanceof Tensor : o?.mean instanceof Tensor) && (n > 1 ? a[1] instanceof Tensor : o?.std instanceof Tensor) && (o?.generator === null || o?.generator === undefined || o?.generator instanceof Generator) && (o === undefined || optionsFit(o, ['mean', 'std', 'generator'], n))) {
-    return wrap(N.call(op(462), th((n > 0 ? a[0] : o?.mean), 'aten::normal.Tensor_Tensor', 'mean'), th((n > 1 ? a[1] : o?.std), 'aten::normal.Tensor_Tensor', 'std'), gh(o?.generator)) as number);
+    return wrap(N.call(op(463), th((n > 0 ? a[0] : o?.mean), 'aten::normal.Tensor_Tensor', 'mean'), th((n > 1 ? a[1] : o?.std), 'aten::normal.Tensor_Tensor', 'std'), gh(o?.generator)) as number);
   }
   if (n <= 2 && (n > 0 ? a[0] instanceof Tensor : o?.mean instanceof Tensor) && (n > 1 ? (a[1] === undefined || typeof a[1] === 'number') : (o?.std === undefined || typeof o?.std === 'number')) && (o?.generator === null || o?.generator === undefined || o?.generator instanceof Generator) && (o === undefined || optionsFit(o, ['mean', 'std', 'generator'], n))) {
-    return wrap(N.call(op(463), th((n > 0 ? a[0] : o?.mean), 'aten::normal.Tensor_float', 'mean'), (n > 1 ? a[1] : o?.std), gh(o?.generator)) as number);
+    return wrap(N.call(op(464), th((n > 0 ? a[0] : o?.mean), 'aten::normal.Tensor_float', 'mean'), (n > 1 ? a[1] : o?.std), gh(o?.generator)) as number);
   }
   if (n <= 2 && (n > 0 ? typeof a[0] === 'number' : typeof o?.mean === 'number') && (n > 1 ? a[1] instanceof Tensor : o?.std instanceof Tensor) && (o?.generator === null || o?.generator === undefined || o?.generator instanceof Generator) && (o === undefined || optionsFit(o, ['mean', 'std', 'generator'], n))) {
-    return wrap(N.call(op(464), (n > 0 ? a[0] : o?.mean), th((n > 1 ? a[1] : o?.std), 'aten::normal.float_Tensor', 'std'), gh(o?.generator)) as number);
+    return wrap(N.call(op(465), (n > 0 ? a[0] : o?.mean), th((n > 1 ? a[1] : o?.std), 'aten::normal.float_Tensor', 'std'), gh(o?.generator)) as number);
   }
   if (n <= 3 && (n > 0 ? typeof a[0] === 'number' : typeof o?.mean === 'number') && (n > 1 ? typeof a[1] === 'number' : typeof o?.std === 'number') && (n > 2 ? isIntList(a[2]) : isIntList(o?.size)) && (o?.generator === null || o?.generator === undefined || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['mean', 'std', 'size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
-    return rg(wrap(N.call(op(465), (n > 0 ? a[0] : o?.mean), (n > 1 ? a[1] : o?.std), (n > 2 ? a[2] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::normal.float_float'), o?.layout, o?.device, o?.pinMemory) as number), o);
+    return rg(wrap(N.call(op(466), (n > 0 ? a[0] : o?.mean), (n > 1 ? a[1] : o?.std), (n > 2 ? a[2] : o?.size), gh(o?.generator), dc(o?.dtype, 'aten::normal.float_float'), o?.layout, o?.device, o?.pinMemory) as number), o);
   }
   throw noOverload('normal', a, normalParams);
 }
@@ -4981,7 +4998,7 @@ export function multinomial(...a: any[]): any {
   const n = positionalCount(a, 2, multinomialParams);
   const o = a[n];
   if (n > 3 || (o !== undefined && !optionsFit(o, ['self', 'numSamples', 'replacement', 'generator'], n))) throw noOverload('multinomial', a, multinomialParams);
-  return wrap(N.call(op(466), th(a[0], 'aten::multinomial', 'self'), (n > 1 ? a[1] : o?.numSamples), (n > 2 ? a[2] : o?.replacement), gh(o?.generator)) as number);
+  return wrap(N.call(op(467), th(a[0], 'aten::multinomial', 'self'), (n > 1 ? a[1] : o?.numSamples), (n > 2 ? a[2] : o?.replacement), gh(o?.generator)) as number);
 }
 
 const scalarTensorParams = ['s', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -4991,7 +5008,7 @@ export function scalarTensor(...a: any[]): any {
   const n = positionalCount(a, 1, scalarTensorParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['s', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('scalarTensor', a, scalarTensorParams);
-  return rg(wrap(N.call(op(467), (n > 0 ? a[0] : o?.s), dc(o?.dtype, 'aten::scalar_tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(468), (n > 0 ? a[0] : o?.s), dc(o?.dtype, 'aten::scalar_tensor'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const newZerosParams = ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -5001,7 +5018,7 @@ export function newZeros(...a: any[]): any {
   const n = positionalCount(a, 2, newZerosParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('newZeros', a, newZerosParams);
-  return rg(wrap(N.call(op(468), th(a[0], 'aten::new_zeros', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_zeros'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(469), th(a[0], 'aten::new_zeros', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_zeros'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const newOnesParams = ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -5011,7 +5028,7 @@ export function newOnes(...a: any[]): any {
   const n = positionalCount(a, 2, newOnesParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('newOnes', a, newOnesParams);
-  return rg(wrap(N.call(op(469), th(a[0], 'aten::new_ones', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_ones'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(470), th(a[0], 'aten::new_ones', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_ones'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const newFullParams = ['self', 'size', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -5021,7 +5038,7 @@ export function newFull(...a: any[]): any {
   const n = positionalCount(a, 3, newFullParams);
   const o = a[n];
   if (n > 3 || (o !== undefined && !optionsFit(o, ['self', 'size', 'fillValue', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('newFull', a, newFullParams);
-  return rg(wrap(N.call(op(470), th(a[0], 'aten::new_full', 'self'), (n > 1 ? a[1] : o?.size), (n > 2 ? a[2] : o?.fillValue), dc(o?.dtype, 'aten::new_full'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(471), th(a[0], 'aten::new_full', 'self'), (n > 1 ? a[1] : o?.size), (n > 2 ? a[2] : o?.fillValue), dc(o?.dtype, 'aten::new_full'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const newEmptyParams = ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
@@ -5031,7 +5048,7 @@ export function newEmpty(...a: any[]): any {
   const n = positionalCount(a, 2, newEmptyParams);
   const o = a[n];
   if (n > 2 || (o !== undefined && !optionsFit(o, ['self', 'size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('newEmpty', a, newEmptyParams);
-  return rg(wrap(N.call(op(471), th(a[0], 'aten::new_empty', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_empty'), o?.layout, o?.device, o?.pinMemory) as number), o);
+  return rg(wrap(N.call(op(472), th(a[0], 'aten::new_empty', 'self'), (n > 1 ? a[1] : o?.size), dc(o?.dtype, 'aten::new_empty'), o?.layout, o?.device, o?.pinMemory) as number), o);
 }
 
 const toParams = ['self', 'other', 'nonBlocking', 'copy', 'memoryFormat', 'dtype', 'device'];
@@ -5063,13 +5080,13 @@ export function to(...a: any[]): any {
   const n = positionalCount(a, 2, toParams);
   const o = a[n];
   if (n <= 5 && n > 0 && a[0] instanceof Tensor && (n > 1 ? a[1] instanceof Tensor : o?.other instanceof Tensor) && (n > 2 ? (a[2] === undefined || typeof a[2] === 'boolean') : (o?.nonBlocking === undefined || typeof o?.nonBlocking === 'boolean')) && (n > 3 ? (a[3] === undefined || typeof a[3] === 'boolean') : (o?.copy === undefined || typeof o?.copy === 'boolean')) && (n > 4 ? (a[4] === null || a[4] === undefined || typeof a[4] === 'string') : (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string')) && (o === undefined || optionsFit(o, ['self', 'other', 'nonBlocking', 'copy', 'memoryFormat'], n))) {
-    return wrap(N.call(op(472), th(a[0], 'aten::to.other', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::to.other', 'other'), (n > 2 ? a[2] : o?.nonBlocking), (n > 3 ? a[3] : o?.copy), mfc((n > 4 ? a[4] : o?.memoryFormat), 'aten::to.other')) as number);
+    return wrap(N.call(op(473), th(a[0], 'aten::to.other', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::to.other', 'other'), (n > 2 ? a[2] : o?.nonBlocking), (n > 3 ? a[3] : o?.copy), mfc((n > 4 ? a[4] : o?.memoryFormat), 'aten::to.other')) as number);
   }
   if (n <= 5 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'string' : typeof o?.dtype === 'string') && (n > 2 ? (a[2] === undefined || typeof a[2] === 'boolean') : (o?.nonBlocking === undefined || typeof o?.nonBlocking === 'boolean')) && (n > 3 ? (a[3] === undefined || typeof a[3] === 'boolean') : (o?.copy === undefined || typeof o?.copy === 'boolean')) && (n > 4 ? (a[4] === null || a[4] === undefined || typeof a[4] === 'string') : (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string')) && (o === undefined || optionsFit(o, ['self', 'dtype', 'nonBlocking', 'copy', 'memoryFormat'], n))) {
-    return wrap(N.call(op(473), th(a[0], 'aten::to.dtype', 'self'), dc((n > 1 ? a[1] : o?.dtype), 'aten::to.dtype'), (n > 2 ? a[2] : o?.nonBlocking), (n > 3 ? a[3] : o?.copy), mfc((n > 4 ? a[4] : o?.memoryFormat), 'aten::to.dtype')) as number);
+    return wrap(N.call(op(474), th(a[0], 'aten::to.dtype', 'self'), dc((n > 1 ? a[1] : o?.dtype), 'aten::to.dtype'), (n > 2 ? a[2] : o?.nonBlocking), (n > 3 ? a[3] : o?.copy), mfc((n > 4 ? a[4] : o?.memoryFormat), 'aten::to.dtype')) as number);
   }
   if (n <= 6 && n > 0 && a[0] instanceof Tensor && (n > 1 ? typeof a[1] === 'string' : typeof o?.device === 'string') && (n > 2 ? typeof a[2] === 'string' : typeof o?.dtype === 'string') && (n > 3 ? (a[3] === undefined || typeof a[3] === 'boolean') : (o?.nonBlocking === undefined || typeof o?.nonBlocking === 'boolean')) && (n > 4 ? (a[4] === undefined || typeof a[4] === 'boolean') : (o?.copy === undefined || typeof o?.copy === 'boolean')) && (n > 5 ? (a[5] === null || a[5] === undefined || typeof a[5] === 'string') : (o?.memoryFormat === null || o?.memoryFormat === undefined || typeof o?.memoryFormat === 'string')) && (o === undefined || optionsFit(o, ['self', 'device', 'dtype', 'nonBlocking', 'copy', 'memoryFormat'], n))) {
-    return wrap(N.call(op(474), th(a[0], 'aten::to.device', 'self'), (n > 1 ? a[1] : o?.device), dc((n > 2 ? a[2] : o?.dtype), 'aten::to.device'), (n > 3 ? a[3] : o?.nonBlocking), (n > 4 ? a[4] : o?.copy), mfc((n > 5 ? a[5] : o?.memoryFormat), 'aten::to.device')) as number);
+    return wrap(N.call(op(475), th(a[0], 'aten::to.device', 'self'), (n > 1 ? a[1] : o?.device), dc((n > 2 ? a[2] : o?.dtype), 'aten::to.device'), (n > 3 ? a[3] : o?.nonBlocking), (n > 4 ? a[4] : o?.copy), mfc((n > 5 ? a[5] : o?.memoryFormat), 'aten::to.device')) as number);
   }
   throw noOverload('to', a, toParams);
 }
@@ -5081,7 +5098,7 @@ export function _toCopy(...a: any[]): any {
   const n = positionalCount(a, 1, _toCopyParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'dtype', 'layout', 'device', 'pinMemory', 'nonBlocking', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('_toCopy', a, _toCopyParams);
-  return rg(wrap(N.call(op(475), th(a[0], 'aten::_to_copy', 'self'), dc(o?.dtype, 'aten::_to_copy'), o?.layout, o?.device, o?.pinMemory, o?.nonBlocking, mfc(o?.memoryFormat, 'aten::_to_copy')) as number), o);
+  return rg(wrap(N.call(op(476), th(a[0], 'aten::_to_copy', 'self'), dc(o?.dtype, 'aten::_to_copy'), o?.layout, o?.device, o?.pinMemory, o?.nonBlocking, mfc(o?.memoryFormat, 'aten::_to_copy')) as number), o);
 }
 
 /** `aten::type_as(Tensor self, Tensor other) -> Tensor` */
@@ -5089,7 +5106,7 @@ export function typeAs(self: Tensor, other: Tensor): Tensor;
 export function typeAs(...a: any[]): any {
   const n = a.length;
   if (n > 2) throw noOverload('typeAs', a);
-  return wrap(N.call(op(476), th(a[0], 'aten::type_as', 'self'), th(a[1], 'aten::type_as', 'other')) as number);
+  return wrap(N.call(op(477), th(a[0], 'aten::type_as', 'self'), th(a[1], 'aten::type_as', 'other')) as number);
 }
 
 /** `aten::detach(Tensor(a) self) -> Tensor(a)` */
@@ -5097,7 +5114,7 @@ export function detach(self: Tensor): Tensor;
 export function detach(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('detach', a);
-  return wrap(N.call(op(477), th(a[0], 'aten::detach', 'self')) as number);
+  return wrap(N.call(op(478), th(a[0], 'aten::detach', 'self')) as number);
 }
 
 /** `aten::detach_(Tensor(a!) self) -> Tensor(a!)` */
@@ -5105,7 +5122,7 @@ export function detach_(self: Tensor): Tensor;
 export function detach_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('detach_', a);
-  N.call(op(478), th(a[0], 'aten::detach_', 'self'));
+  N.call(op(479), th(a[0], 'aten::detach_', 'self'));
   return a[0];
 }
 
@@ -5116,7 +5133,7 @@ export function clone(...a: any[]): any {
   const n = positionalCount(a, 1, cloneParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'memoryFormat'], n))) throw noOverload('clone', a, cloneParams);
-  return wrap(N.call(op(479), th(a[0], 'aten::clone', 'self'), mfc(o?.memoryFormat, 'aten::clone')) as number);
+  return wrap(N.call(op(480), th(a[0], 'aten::clone', 'self'), mfc(o?.memoryFormat, 'aten::clone')) as number);
 }
 
 const contiguousParams = ['self', 'memoryFormat'];
@@ -5126,7 +5143,7 @@ export function contiguous(...a: any[]): any {
   const n = positionalCount(a, 1, contiguousParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['self', 'memoryFormat'], n))) throw noOverload('contiguous', a, contiguousParams);
-  return wrap(N.call(op(480), th(a[0], 'aten::contiguous', 'self'), mfc(o?.memoryFormat, 'aten::contiguous')) as number);
+  return wrap(N.call(op(481), th(a[0], 'aten::contiguous', 'self'), mfc(o?.memoryFormat, 'aten::contiguous')) as number);
 }
 
 /** `aten::alias(Tensor(a) self) -> Tensor(a)` */
@@ -5134,7 +5151,7 @@ export function alias(self: Tensor): Tensor;
 export function alias(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('alias', a);
-  return wrap(N.call(op(481), th(a[0], 'aten::alias', 'self')) as number);
+  return wrap(N.call(op(482), th(a[0], 'aten::alias', 'self')) as number);
 }
 
 const _foreachAddParams = ['self', 'other', 'alpha', 'scalar', 'scalars'];
@@ -5150,16 +5167,16 @@ export function _foreachAdd(...a: any[]): any {
   const n = positionalCount(a, 2, _foreachAddParams);
   const o = a[n];
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? a[1] instanceof Tensor : o?.other instanceof Tensor) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    return (N.call(op(482), ths(a[0], 'aten::_foreach_add.Tensor', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::_foreach_add.Tensor', 'other'), o?.alpha) as number[]).map(wrap);
+    return (N.call(op(483), ths(a[0], 'aten::_foreach_add.Tensor', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::_foreach_add.Tensor', 'other'), o?.alpha) as number[]).map(wrap);
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isScalar(a[1]) : isScalar(o?.scalar)) && (o === undefined || optionsFit(o, ['self', 'scalar'], n))) {
-    return (N.call(op(483), ths(a[0], 'aten::_foreach_add.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar)) as number[]).map(wrap);
+    return (N.call(op(484), ths(a[0], 'aten::_foreach_add.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar)) as number[]).map(wrap);
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.other)) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    return (N.call(op(484), ths(a[0], 'aten::_foreach_add.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_add.List', 'other'), o?.alpha) as number[]).map(wrap);
+    return (N.call(op(485), ths(a[0], 'aten::_foreach_add.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_add.List', 'other'), o?.alpha) as number[]).map(wrap);
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? Array.isArray(a[1]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'scalars'], n))) {
-    return (N.call(op(485), ths(a[0], 'aten::_foreach_add.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars)) as number[]).map(wrap);
+    return (N.call(op(486), ths(a[0], 'aten::_foreach_add.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars)) as number[]).map(wrap);
   }
   throw noOverload('_foreachAdd', a, _foreachAddParams);
 }
@@ -5177,19 +5194,19 @@ export function _foreachAdd_(...a: any[]): any {
   const n = positionalCount(a, 2, _foreachAdd_Params);
   const o = a[n];
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? a[1] instanceof Tensor : o?.other instanceof Tensor) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    N.call(op(486), ths(a[0], 'aten::_foreach_add_.Tensor', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::_foreach_add_.Tensor', 'other'), o?.alpha);
+    N.call(op(487), ths(a[0], 'aten::_foreach_add_.Tensor', 'self'), th((n > 1 ? a[1] : o?.other), 'aten::_foreach_add_.Tensor', 'other'), o?.alpha);
     return;
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isScalar(a[1]) : isScalar(o?.scalar)) && (o === undefined || optionsFit(o, ['self', 'scalar'], n))) {
-    N.call(op(487), ths(a[0], 'aten::_foreach_add_.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar));
+    N.call(op(488), ths(a[0], 'aten::_foreach_add_.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar));
     return;
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.other)) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    N.call(op(488), ths(a[0], 'aten::_foreach_add_.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_add_.List', 'other'), o?.alpha);
+    N.call(op(489), ths(a[0], 'aten::_foreach_add_.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_add_.List', 'other'), o?.alpha);
     return;
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? Array.isArray(a[1]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'scalars'], n))) {
-    N.call(op(489), ths(a[0], 'aten::_foreach_add_.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars));
+    N.call(op(490), ths(a[0], 'aten::_foreach_add_.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars));
     return;
   }
   throw noOverload('_foreachAdd_', a, _foreachAdd_Params);
@@ -5206,13 +5223,13 @@ export function _foreachSub(...a: any[]): any {
   const n = positionalCount(a, 2, _foreachSubParams);
   const o = a[n];
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isScalar(a[1]) : isScalar(o?.scalar)) && (o === undefined || optionsFit(o, ['self', 'scalar'], n))) {
-    return (N.call(op(490), ths(a[0], 'aten::_foreach_sub.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar)) as number[]).map(wrap);
+    return (N.call(op(491), ths(a[0], 'aten::_foreach_sub.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar)) as number[]).map(wrap);
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.other)) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    return (N.call(op(491), ths(a[0], 'aten::_foreach_sub.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_sub.List', 'other'), o?.alpha) as number[]).map(wrap);
+    return (N.call(op(492), ths(a[0], 'aten::_foreach_sub.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_sub.List', 'other'), o?.alpha) as number[]).map(wrap);
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? Array.isArray(a[1]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'scalars'], n))) {
-    return (N.call(op(492), ths(a[0], 'aten::_foreach_sub.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars)) as number[]).map(wrap);
+    return (N.call(op(493), ths(a[0], 'aten::_foreach_sub.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars)) as number[]).map(wrap);
   }
   throw noOverload('_foreachSub', a, _foreachSubParams);
 }
@@ -5228,15 +5245,15 @@ export function _foreachSub_(...a: any[]): any {
   const n = positionalCount(a, 2, _foreachSub_Params);
   const o = a[n];
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isScalar(a[1]) : isScalar(o?.scalar)) && (o === undefined || optionsFit(o, ['self', 'scalar'], n))) {
-    N.call(op(493), ths(a[0], 'aten::_foreach_sub_.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar));
+    N.call(op(494), ths(a[0], 'aten::_foreach_sub_.Scalar', 'self'), (n > 1 ? a[1] : o?.scalar));
     return;
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.other)) && (o?.alpha === undefined || isScalar(o?.alpha)) && (o === undefined || optionsFit(o, ['self', 'other', 'alpha'], n))) {
-    N.call(op(494), ths(a[0], 'aten::_foreach_sub_.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_sub_.List', 'other'), o?.alpha);
+    N.call(op(495), ths(a[0], 'aten::_foreach_sub_.List', 'self'), ths((n > 1 ? a[1] : o?.other), 'aten::_foreach_sub_.List', 'other'), o?.alpha);
     return;
   }
   if (n <= 2 && n > 0 && isTensorList(a[0]) && (n > 1 ? Array.isArray(a[1]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'scalars'], n))) {
-    N.call(op(495), ths(a[0], 'aten::_foreach_sub_.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars));
+    N.call(op(496), ths(a[0], 'aten::_foreach_sub_.ScalarList', 'self'), (n > 1 ? a[1] : o?.scalars));
     return;
   }
   throw noOverload('_foreachSub_', a, _foreachSub_Params);
@@ -5253,16 +5270,16 @@ export function _foreachMul(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachMul(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
-    return (N.call(op(496), ths(a[0], 'aten::_foreach_mul.Tensor', 'self'), th(a[1], 'aten::_foreach_mul.Tensor', 'other')) as number[]).map(wrap);
+    return (N.call(op(497), ths(a[0], 'aten::_foreach_mul.Tensor', 'self'), th(a[1], 'aten::_foreach_mul.Tensor', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    return (N.call(op(497), ths(a[0], 'aten::_foreach_mul.Scalar', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(498), ths(a[0], 'aten::_foreach_mul.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(498), ths(a[0], 'aten::_foreach_mul.List', 'self'), ths(a[1], 'aten::_foreach_mul.List', 'other')) as number[]).map(wrap);
+    return (N.call(op(499), ths(a[0], 'aten::_foreach_mul.List', 'self'), ths(a[1], 'aten::_foreach_mul.List', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    return (N.call(op(499), ths(a[0], 'aten::_foreach_mul.ScalarList', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(500), ths(a[0], 'aten::_foreach_mul.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachMul', a);
 }
@@ -5278,19 +5295,19 @@ export function _foreachMul_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachMul_(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
-    N.call(op(500), ths(a[0], 'aten::_foreach_mul_.Tensor', 'self'), th(a[1], 'aten::_foreach_mul_.Tensor', 'other'));
+    N.call(op(501), ths(a[0], 'aten::_foreach_mul_.Tensor', 'self'), th(a[1], 'aten::_foreach_mul_.Tensor', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    N.call(op(501), ths(a[0], 'aten::_foreach_mul_.Scalar', 'self'), a[1]);
+    N.call(op(502), ths(a[0], 'aten::_foreach_mul_.Scalar', 'self'), a[1]);
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    N.call(op(502), ths(a[0], 'aten::_foreach_mul_.List', 'self'), ths(a[1], 'aten::_foreach_mul_.List', 'other'));
+    N.call(op(503), ths(a[0], 'aten::_foreach_mul_.List', 'self'), ths(a[1], 'aten::_foreach_mul_.List', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    N.call(op(503), ths(a[0], 'aten::_foreach_mul_.ScalarList', 'self'), a[1]);
+    N.call(op(504), ths(a[0], 'aten::_foreach_mul_.ScalarList', 'self'), a[1]);
     return;
   }
   throw noOverload('_foreachMul_', a);
@@ -5307,16 +5324,16 @@ export function _foreachDiv(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachDiv(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
-    return (N.call(op(504), ths(a[0], 'aten::_foreach_div.Tensor', 'self'), th(a[1], 'aten::_foreach_div.Tensor', 'other')) as number[]).map(wrap);
+    return (N.call(op(505), ths(a[0], 'aten::_foreach_div.Tensor', 'self'), th(a[1], 'aten::_foreach_div.Tensor', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    return (N.call(op(505), ths(a[0], 'aten::_foreach_div.Scalar', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(506), ths(a[0], 'aten::_foreach_div.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(506), ths(a[0], 'aten::_foreach_div.List', 'self'), ths(a[1], 'aten::_foreach_div.List', 'other')) as number[]).map(wrap);
+    return (N.call(op(507), ths(a[0], 'aten::_foreach_div.List', 'self'), ths(a[1], 'aten::_foreach_div.List', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    return (N.call(op(507), ths(a[0], 'aten::_foreach_div.ScalarList', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(508), ths(a[0], 'aten::_foreach_div.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachDiv', a);
 }
@@ -5332,19 +5349,19 @@ export function _foreachDiv_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachDiv_(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && a[1] instanceof Tensor) {
-    N.call(op(508), ths(a[0], 'aten::_foreach_div_.Tensor', 'self'), th(a[1], 'aten::_foreach_div_.Tensor', 'other'));
+    N.call(op(509), ths(a[0], 'aten::_foreach_div_.Tensor', 'self'), th(a[1], 'aten::_foreach_div_.Tensor', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    N.call(op(509), ths(a[0], 'aten::_foreach_div_.Scalar', 'self'), a[1]);
+    N.call(op(510), ths(a[0], 'aten::_foreach_div_.Scalar', 'self'), a[1]);
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    N.call(op(510), ths(a[0], 'aten::_foreach_div_.List', 'self'), ths(a[1], 'aten::_foreach_div_.List', 'other'));
+    N.call(op(511), ths(a[0], 'aten::_foreach_div_.List', 'self'), ths(a[1], 'aten::_foreach_div_.List', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    N.call(op(511), ths(a[0], 'aten::_foreach_div_.ScalarList', 'self'), a[1]);
+    N.call(op(512), ths(a[0], 'aten::_foreach_div_.ScalarList', 'self'), a[1]);
     return;
   }
   throw noOverload('_foreachDiv_', a);
@@ -5363,13 +5380,13 @@ export function _foreachAddcmul(...a: any[]): any {
   const n = positionalCount(a, 3, _foreachAddcmulParams);
   const o = a[n];
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? a[3] instanceof Tensor : o?.scalars instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    return (N.call(op(512), ths(a[0], 'aten::_foreach_addcmul.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcmul.Tensor', 'scalars')) as number[]).map(wrap);
+    return (N.call(op(513), ths(a[0], 'aten::_foreach_addcmul.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcmul.Tensor', 'scalars')) as number[]).map(wrap);
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? (a[3] === undefined || isScalar(a[3])) : (o?.value === undefined || isScalar(o?.value))) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'value'], n))) {
-    return (N.call(op(513), ths(a[0], 'aten::_foreach_addcmul.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value)) as number[]).map(wrap);
+    return (N.call(op(514), ths(a[0], 'aten::_foreach_addcmul.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value)) as number[]).map(wrap);
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? Array.isArray(a[3]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    return (N.call(op(514), ths(a[0], 'aten::_foreach_addcmul.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars)) as number[]).map(wrap);
+    return (N.call(op(515), ths(a[0], 'aten::_foreach_addcmul.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars)) as number[]).map(wrap);
   }
   throw noOverload('_foreachAddcmul', a, _foreachAddcmulParams);
 }
@@ -5387,15 +5404,15 @@ export function _foreachAddcmul_(...a: any[]): any {
   const n = positionalCount(a, 3, _foreachAddcmul_Params);
   const o = a[n];
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? a[3] instanceof Tensor : o?.scalars instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    N.call(op(515), ths(a[0], 'aten::_foreach_addcmul_.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcmul_.Tensor', 'scalars'));
+    N.call(op(516), ths(a[0], 'aten::_foreach_addcmul_.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcmul_.Tensor', 'scalars'));
     return;
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? (a[3] === undefined || isScalar(a[3])) : (o?.value === undefined || isScalar(o?.value))) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'value'], n))) {
-    N.call(op(516), ths(a[0], 'aten::_foreach_addcmul_.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value));
+    N.call(op(517), ths(a[0], 'aten::_foreach_addcmul_.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value));
     return;
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? Array.isArray(a[3]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    N.call(op(517), ths(a[0], 'aten::_foreach_addcmul_.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars));
+    N.call(op(518), ths(a[0], 'aten::_foreach_addcmul_.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcmul_.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcmul_.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars));
     return;
   }
   throw noOverload('_foreachAddcmul_', a, _foreachAddcmul_Params);
@@ -5414,13 +5431,13 @@ export function _foreachAddcdiv(...a: any[]): any {
   const n = positionalCount(a, 3, _foreachAddcdivParams);
   const o = a[n];
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? a[3] instanceof Tensor : o?.scalars instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    return (N.call(op(518), ths(a[0], 'aten::_foreach_addcdiv.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcdiv.Tensor', 'scalars')) as number[]).map(wrap);
+    return (N.call(op(519), ths(a[0], 'aten::_foreach_addcdiv.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcdiv.Tensor', 'scalars')) as number[]).map(wrap);
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? (a[3] === undefined || isScalar(a[3])) : (o?.value === undefined || isScalar(o?.value))) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'value'], n))) {
-    return (N.call(op(519), ths(a[0], 'aten::_foreach_addcdiv.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value)) as number[]).map(wrap);
+    return (N.call(op(520), ths(a[0], 'aten::_foreach_addcdiv.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value)) as number[]).map(wrap);
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? Array.isArray(a[3]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    return (N.call(op(520), ths(a[0], 'aten::_foreach_addcdiv.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars)) as number[]).map(wrap);
+    return (N.call(op(521), ths(a[0], 'aten::_foreach_addcdiv.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars)) as number[]).map(wrap);
   }
   throw noOverload('_foreachAddcdiv', a, _foreachAddcdivParams);
 }
@@ -5438,15 +5455,15 @@ export function _foreachAddcdiv_(...a: any[]): any {
   const n = positionalCount(a, 3, _foreachAddcdiv_Params);
   const o = a[n];
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? a[3] instanceof Tensor : o?.scalars instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    N.call(op(521), ths(a[0], 'aten::_foreach_addcdiv_.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcdiv_.Tensor', 'scalars'));
+    N.call(op(522), ths(a[0], 'aten::_foreach_addcdiv_.Tensor', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.Tensor', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.Tensor', 'tensor2'), th((n > 3 ? a[3] : o?.scalars), 'aten::_foreach_addcdiv_.Tensor', 'scalars'));
     return;
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? (a[3] === undefined || isScalar(a[3])) : (o?.value === undefined || isScalar(o?.value))) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'value'], n))) {
-    N.call(op(522), ths(a[0], 'aten::_foreach_addcdiv_.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value));
+    N.call(op(523), ths(a[0], 'aten::_foreach_addcdiv_.Scalar', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.Scalar', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.Scalar', 'tensor2'), (n > 3 ? a[3] : o?.value));
     return;
   }
   if (n <= 4 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.tensor1)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.tensor2)) && (n > 3 ? Array.isArray(a[3]) : Array.isArray(o?.scalars)) && (o === undefined || optionsFit(o, ['self', 'tensor1', 'tensor2', 'scalars'], n))) {
-    N.call(op(523), ths(a[0], 'aten::_foreach_addcdiv_.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars));
+    N.call(op(524), ths(a[0], 'aten::_foreach_addcdiv_.ScalarList', 'self'), ths((n > 1 ? a[1] : o?.tensor1), 'aten::_foreach_addcdiv_.ScalarList', 'tensor1'), ths((n > 2 ? a[2] : o?.tensor2), 'aten::_foreach_addcdiv_.ScalarList', 'tensor2'), (n > 3 ? a[3] : o?.scalars));
     return;
   }
   throw noOverload('_foreachAddcdiv_', a, _foreachAddcdiv_Params);
@@ -5461,13 +5478,13 @@ export function _foreachLerp(self: Tensor[], tensors1: Tensor[], weight: Scalar[
 export function _foreachLerp(...a: any[]): any {
   const n = a.length;
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isScalar(a[2])) {
-    return (N.call(op(524), ths(a[0], 'aten::_foreach_lerp.Scalar', 'self'), ths(a[1], 'aten::_foreach_lerp.Scalar', 'tensors1'), a[2]) as number[]).map(wrap);
+    return (N.call(op(525), ths(a[0], 'aten::_foreach_lerp.Scalar', 'self'), ths(a[1], 'aten::_foreach_lerp.Scalar', 'tensors1'), a[2]) as number[]).map(wrap);
   }
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2])) {
-    return (N.call(op(525), ths(a[0], 'aten::_foreach_lerp.List', 'self'), ths(a[1], 'aten::_foreach_lerp.List', 'tensors1'), ths(a[2], 'aten::_foreach_lerp.List', 'weights')) as number[]).map(wrap);
+    return (N.call(op(526), ths(a[0], 'aten::_foreach_lerp.List', 'self'), ths(a[1], 'aten::_foreach_lerp.List', 'tensors1'), ths(a[2], 'aten::_foreach_lerp.List', 'weights')) as number[]).map(wrap);
   }
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && Array.isArray(a[2])) {
-    return (N.call(op(526), ths(a[0], 'aten::_foreach_lerp.ScalarList', 'self'), ths(a[1], 'aten::_foreach_lerp.ScalarList', 'tensors1'), a[2]) as number[]).map(wrap);
+    return (N.call(op(527), ths(a[0], 'aten::_foreach_lerp.ScalarList', 'self'), ths(a[1], 'aten::_foreach_lerp.ScalarList', 'tensors1'), a[2]) as number[]).map(wrap);
   }
   throw noOverload('_foreachLerp', a);
 }
@@ -5481,15 +5498,15 @@ export function _foreachLerp_(self: Tensor[], tensors1: Tensor[], weight: Scalar
 export function _foreachLerp_(...a: any[]): any {
   const n = a.length;
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isScalar(a[2])) {
-    N.call(op(527), ths(a[0], 'aten::_foreach_lerp_.Scalar', 'self'), ths(a[1], 'aten::_foreach_lerp_.Scalar', 'tensors1'), a[2]);
+    N.call(op(528), ths(a[0], 'aten::_foreach_lerp_.Scalar', 'self'), ths(a[1], 'aten::_foreach_lerp_.Scalar', 'tensors1'), a[2]);
     return;
   }
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && isTensorList(a[2])) {
-    N.call(op(528), ths(a[0], 'aten::_foreach_lerp_.List', 'self'), ths(a[1], 'aten::_foreach_lerp_.List', 'tensors1'), ths(a[2], 'aten::_foreach_lerp_.List', 'weights'));
+    N.call(op(529), ths(a[0], 'aten::_foreach_lerp_.List', 'self'), ths(a[1], 'aten::_foreach_lerp_.List', 'tensors1'), ths(a[2], 'aten::_foreach_lerp_.List', 'weights'));
     return;
   }
   if (n >= 3 && n <= 3 && isTensorList(a[0]) && isTensorList(a[1]) && Array.isArray(a[2])) {
-    N.call(op(529), ths(a[0], 'aten::_foreach_lerp_.ScalarList', 'self'), ths(a[1], 'aten::_foreach_lerp_.ScalarList', 'tensors1'), a[2]);
+    N.call(op(530), ths(a[0], 'aten::_foreach_lerp_.ScalarList', 'self'), ths(a[1], 'aten::_foreach_lerp_.ScalarList', 'tensors1'), a[2]);
     return;
   }
   throw noOverload('_foreachLerp_', a);
@@ -5500,7 +5517,7 @@ export function _foreachSqrt(self: Tensor[]): Tensor[];
 export function _foreachSqrt(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachSqrt', a);
-  return (N.call(op(530), ths(a[0], 'aten::_foreach_sqrt', 'self')) as number[]).map(wrap);
+  return (N.call(op(531), ths(a[0], 'aten::_foreach_sqrt', 'self')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_sqrt_(Tensor(a!)[] self) -> ()` */
@@ -5508,7 +5525,7 @@ export function _foreachSqrt_(self: Tensor[]): void;
 export function _foreachSqrt_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachSqrt_', a);
-  N.call(op(531), ths(a[0], 'aten::_foreach_sqrt_', 'self'));
+  N.call(op(532), ths(a[0], 'aten::_foreach_sqrt_', 'self'));
   return;
 }
 
@@ -5517,7 +5534,7 @@ export function _foreachNeg(self: Tensor[]): Tensor[];
 export function _foreachNeg(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachNeg', a);
-  return (N.call(op(532), ths(a[0], 'aten::_foreach_neg', 'self')) as number[]).map(wrap);
+  return (N.call(op(533), ths(a[0], 'aten::_foreach_neg', 'self')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_neg_(Tensor(a!)[] self) -> ()` */
@@ -5525,7 +5542,7 @@ export function _foreachNeg_(self: Tensor[]): void;
 export function _foreachNeg_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachNeg_', a);
-  N.call(op(533), ths(a[0], 'aten::_foreach_neg_', 'self'));
+  N.call(op(534), ths(a[0], 'aten::_foreach_neg_', 'self'));
   return;
 }
 
@@ -5534,7 +5551,7 @@ export function _foreachAbs(self: Tensor[]): Tensor[];
 export function _foreachAbs(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachAbs', a);
-  return (N.call(op(534), ths(a[0], 'aten::_foreach_abs', 'self')) as number[]).map(wrap);
+  return (N.call(op(535), ths(a[0], 'aten::_foreach_abs', 'self')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_abs_(Tensor(a!)[] self) -> ()` */
@@ -5542,7 +5559,7 @@ export function _foreachAbs_(self: Tensor[]): void;
 export function _foreachAbs_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachAbs_', a);
-  N.call(op(535), ths(a[0], 'aten::_foreach_abs_', 'self'));
+  N.call(op(536), ths(a[0], 'aten::_foreach_abs_', 'self'));
   return;
 }
 
@@ -5557,7 +5574,7 @@ export function _foreachNorm(...a: any[]): any {
   const n = positionalCount(a, 1, _foreachNormParams);
   const o = a[n];
   if (n > 3 || (o !== undefined && !optionsFit(o, ['self', 'ord', 'dtype'], n))) throw noOverload('_foreachNorm', a, _foreachNormParams);
-  return (N.call(op(536), ths(a[0], 'aten::_foreach_norm.Scalar', 'self'), (n > 1 ? a[1] : o?.ord), dc((n > 2 ? a[2] : o?.dtype), 'aten::_foreach_norm.Scalar')) as number[]).map(wrap);
+  return (N.call(op(537), ths(a[0], 'aten::_foreach_norm.Scalar', 'self'), (n > 1 ? a[1] : o?.ord), dc((n > 2 ? a[2] : o?.dtype), 'aten::_foreach_norm.Scalar')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_zero_(Tensor(a!)[] self) -> ()` */
@@ -5565,7 +5582,7 @@ export function _foreachZero_(self: Tensor[]): void;
 export function _foreachZero_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachZero_', a);
-  N.call(op(537), ths(a[0], 'aten::_foreach_zero_', 'self'));
+  N.call(op(538), ths(a[0], 'aten::_foreach_zero_', 'self'));
   return;
 }
 
@@ -5578,7 +5595,7 @@ export function _foreachCopy_(...a: any[]): any {
   const n = positionalCount(a, 2, _foreachCopy_Params);
   const o = a[n];
   if (n > 3 || (o !== undefined && !optionsFit(o, ['self', 'src', 'nonBlocking'], n))) throw noOverload('_foreachCopy_', a, _foreachCopy_Params);
-  N.call(op(538), ths(a[0], 'aten::_foreach_copy_', 'self'), ths((n > 1 ? a[1] : o?.src), 'aten::_foreach_copy_', 'src'), (n > 2 ? a[2] : o?.nonBlocking));
+  N.call(op(539), ths(a[0], 'aten::_foreach_copy_', 'self'), ths((n > 1 ? a[1] : o?.src), 'aten::_foreach_copy_', 'src'), (n > 2 ? a[2] : o?.nonBlocking));
   return;
 }
 
@@ -5591,13 +5608,13 @@ export function _foreachMaximum(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachMaximum(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    return (N.call(op(539), ths(a[0], 'aten::_foreach_maximum.Scalar', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(540), ths(a[0], 'aten::_foreach_maximum.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(540), ths(a[0], 'aten::_foreach_maximum.List', 'self'), ths(a[1], 'aten::_foreach_maximum.List', 'other')) as number[]).map(wrap);
+    return (N.call(op(541), ths(a[0], 'aten::_foreach_maximum.List', 'self'), ths(a[1], 'aten::_foreach_maximum.List', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    return (N.call(op(541), ths(a[0], 'aten::_foreach_maximum.ScalarList', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(542), ths(a[0], 'aten::_foreach_maximum.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachMaximum', a);
 }
@@ -5611,15 +5628,15 @@ export function _foreachMaximum_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachMaximum_(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    N.call(op(542), ths(a[0], 'aten::_foreach_maximum_.Scalar', 'self'), a[1]);
+    N.call(op(543), ths(a[0], 'aten::_foreach_maximum_.Scalar', 'self'), a[1]);
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    N.call(op(543), ths(a[0], 'aten::_foreach_maximum_.List', 'self'), ths(a[1], 'aten::_foreach_maximum_.List', 'other'));
+    N.call(op(544), ths(a[0], 'aten::_foreach_maximum_.List', 'self'), ths(a[1], 'aten::_foreach_maximum_.List', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    N.call(op(544), ths(a[0], 'aten::_foreach_maximum_.ScalarList', 'self'), a[1]);
+    N.call(op(545), ths(a[0], 'aten::_foreach_maximum_.ScalarList', 'self'), a[1]);
     return;
   }
   throw noOverload('_foreachMaximum_', a);
@@ -5634,13 +5651,13 @@ export function _foreachClampMax(self: Tensor[], scalars: Scalar[]): Tensor[];
 export function _foreachClampMax(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    return (N.call(op(545), ths(a[0], 'aten::_foreach_clamp_max.Scalar', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(546), ths(a[0], 'aten::_foreach_clamp_max.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(546), ths(a[0], 'aten::_foreach_clamp_max.List', 'self'), ths(a[1], 'aten::_foreach_clamp_max.List', 'other')) as number[]).map(wrap);
+    return (N.call(op(547), ths(a[0], 'aten::_foreach_clamp_max.List', 'self'), ths(a[1], 'aten::_foreach_clamp_max.List', 'other')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    return (N.call(op(547), ths(a[0], 'aten::_foreach_clamp_max.ScalarList', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(548), ths(a[0], 'aten::_foreach_clamp_max.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachClampMax', a);
 }
@@ -5654,15 +5671,15 @@ export function _foreachClampMax_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachClampMax_(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    N.call(op(548), ths(a[0], 'aten::_foreach_clamp_max_.Scalar', 'self'), a[1]);
+    N.call(op(549), ths(a[0], 'aten::_foreach_clamp_max_.Scalar', 'self'), a[1]);
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    N.call(op(549), ths(a[0], 'aten::_foreach_clamp_max_.List', 'self'), ths(a[1], 'aten::_foreach_clamp_max_.List', 'other'));
+    N.call(op(550), ths(a[0], 'aten::_foreach_clamp_max_.List', 'self'), ths(a[1], 'aten::_foreach_clamp_max_.List', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    N.call(op(550), ths(a[0], 'aten::_foreach_clamp_max_.ScalarList', 'self'), a[1]);
+    N.call(op(551), ths(a[0], 'aten::_foreach_clamp_max_.ScalarList', 'self'), a[1]);
     return;
   }
   throw noOverload('_foreachClampMax_', a);
@@ -5677,15 +5694,15 @@ export function _foreachClampMin_(self: Tensor[], scalars: Scalar[]): void;
 export function _foreachClampMin_(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    N.call(op(551), ths(a[0], 'aten::_foreach_clamp_min_.Scalar', 'self'), a[1]);
+    N.call(op(552), ths(a[0], 'aten::_foreach_clamp_min_.Scalar', 'self'), a[1]);
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    N.call(op(552), ths(a[0], 'aten::_foreach_clamp_min_.List', 'self'), ths(a[1], 'aten::_foreach_clamp_min_.List', 'other'));
+    N.call(op(553), ths(a[0], 'aten::_foreach_clamp_min_.List', 'self'), ths(a[1], 'aten::_foreach_clamp_min_.List', 'other'));
     return;
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    N.call(op(553), ths(a[0], 'aten::_foreach_clamp_min_.ScalarList', 'self'), a[1]);
+    N.call(op(554), ths(a[0], 'aten::_foreach_clamp_min_.ScalarList', 'self'), a[1]);
     return;
   }
   throw noOverload('_foreachClampMin_', a);
@@ -5702,16 +5719,16 @@ export function _foreachPow(self: Tensor[], exponent: Scalar[]): Tensor[];
 export function _foreachPow(...a: any[]): any {
   const n = a.length;
   if (n >= 2 && n <= 2 && isScalar(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(554), a[0], ths(a[1], 'aten::_foreach_pow.ScalarAndTensor', 'exponent')) as number[]).map(wrap);
+    return (N.call(op(555), a[0], ths(a[1], 'aten::_foreach_pow.ScalarAndTensor', 'exponent')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isScalar(a[1])) {
-    return (N.call(op(555), ths(a[0], 'aten::_foreach_pow.Scalar', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(556), ths(a[0], 'aten::_foreach_pow.Scalar', 'self'), a[1]) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && isTensorList(a[1])) {
-    return (N.call(op(556), ths(a[0], 'aten::_foreach_pow.List', 'self'), ths(a[1], 'aten::_foreach_pow.List', 'exponent')) as number[]).map(wrap);
+    return (N.call(op(557), ths(a[0], 'aten::_foreach_pow.List', 'self'), ths(a[1], 'aten::_foreach_pow.List', 'exponent')) as number[]).map(wrap);
   }
   if (n >= 2 && n <= 2 && isTensorList(a[0]) && Array.isArray(a[1])) {
-    return (N.call(op(557), ths(a[0], 'aten::_foreach_pow.ScalarList', 'self'), a[1]) as number[]).map(wrap);
+    return (N.call(op(558), ths(a[0], 'aten::_foreach_pow.ScalarList', 'self'), a[1]) as number[]).map(wrap);
   }
   throw noOverload('_foreachPow', a);
 }
@@ -5721,7 +5738,7 @@ export function _foreachReciprocal_(self: Tensor[]): void;
 export function _foreachReciprocal_(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachReciprocal_', a);
-  N.call(op(558), ths(a[0], 'aten::_foreach_reciprocal_', 'self'));
+  N.call(op(559), ths(a[0], 'aten::_foreach_reciprocal_', 'self'));
   return;
 }
 
@@ -5730,7 +5747,7 @@ export function _foreachSign(self: Tensor[]): Tensor[];
 export function _foreachSign(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachSign', a);
-  return (N.call(op(559), ths(a[0], 'aten::_foreach_sign', 'self')) as number[]).map(wrap);
+  return (N.call(op(560), ths(a[0], 'aten::_foreach_sign', 'self')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_exp(Tensor[] self) -> Tensor[]` */
@@ -5738,7 +5755,7 @@ export function _foreachExp(self: Tensor[]): Tensor[];
 export function _foreachExp(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachExp', a);
-  return (N.call(op(560), ths(a[0], 'aten::_foreach_exp', 'self')) as number[]).map(wrap);
+  return (N.call(op(561), ths(a[0], 'aten::_foreach_exp', 'self')) as number[]).map(wrap);
 }
 
 /** `aten::_foreach_max(Tensor[] self) -> Tensor[]` */
@@ -5746,7 +5763,7 @@ export function _foreachMax(self: Tensor[]): Tensor[];
 export function _foreachMax(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_foreachMax', a);
-  return (N.call(op(561), ths(a[0], 'aten::_foreach_max', 'self')) as number[]).map(wrap);
+  return (N.call(op(562), ths(a[0], 'aten::_foreach_max', 'self')) as number[]).map(wrap);
 }
 
 const _fusedSgd_Params = ['self', 'grads', 'momentumBufferList', 'weightDecay', 'momentum', 'lr', 'dampening', 'nesterov', 'maximize', 'isFirstStep', 'gradScale', 'foundInf'];
@@ -5758,11 +5775,11 @@ export function _fusedSgd_(...a: any[]): any {
   const n = positionalCount(a, 3, _fusedSgd_Params);
   const o = a[n];
   if (n <= 3 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.momentumBufferList)) && typeof o?.weightDecay === 'number' && typeof o?.momentum === 'number' && o?.lr instanceof Tensor && typeof o?.dampening === 'number' && typeof o?.nesterov === 'boolean' && typeof o?.maximize === 'boolean' && typeof o?.isFirstStep === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'momentumBufferList', 'weightDecay', 'momentum', 'lr', 'dampening', 'nesterov', 'maximize', 'isFirstStep', 'gradScale', 'foundInf'], n))) {
-    N.call(op(562), ths(a[0], 'aten::_fused_sgd_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_sgd_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.momentumBufferList), 'aten::_fused_sgd_.tensor_lr', 'momentum_buffer_list'), o?.weightDecay, o?.momentum, th(o?.lr, 'aten::_fused_sgd_.tensor_lr', 'lr'), o?.dampening, o?.nesterov, o?.maximize, o?.isFirstStep, oth(o?.gradScale, 'aten::_fused_sgd_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_sgd_.tensor_lr', 'found_inf'));
+    N.call(op(563), ths(a[0], 'aten::_fused_sgd_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_sgd_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.momentumBufferList), 'aten::_fused_sgd_.tensor_lr', 'momentum_buffer_list'), o?.weightDecay, o?.momentum, th(o?.lr, 'aten::_fused_sgd_.tensor_lr', 'lr'), o?.dampening, o?.nesterov, o?.maximize, o?.isFirstStep, oth(o?.gradScale, 'aten::_fused_sgd_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_sgd_.tensor_lr', 'found_inf'));
     return;
   }
   if (n <= 3 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.momentumBufferList)) && typeof o?.weightDecay === 'number' && typeof o?.momentum === 'number' && typeof o?.lr === 'number' && typeof o?.dampening === 'number' && typeof o?.nesterov === 'boolean' && typeof o?.maximize === 'boolean' && typeof o?.isFirstStep === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'momentumBufferList', 'weightDecay', 'momentum', 'lr', 'dampening', 'nesterov', 'maximize', 'isFirstStep', 'gradScale', 'foundInf'], n))) {
-    N.call(op(563), ths(a[0], 'aten::_fused_sgd_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_sgd_', 'grads'), ths((n > 2 ? a[2] : o?.momentumBufferList), 'aten::_fused_sgd_', 'momentum_buffer_list'), o?.weightDecay, o?.momentum, o?.lr, o?.dampening, o?.nesterov, o?.maximize, o?.isFirstStep, oth(o?.gradScale, 'aten::_fused_sgd_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_sgd_', 'found_inf'));
+    N.call(op(564), ths(a[0], 'aten::_fused_sgd_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_sgd_', 'grads'), ths((n > 2 ? a[2] : o?.momentumBufferList), 'aten::_fused_sgd_', 'momentum_buffer_list'), o?.weightDecay, o?.momentum, o?.lr, o?.dampening, o?.nesterov, o?.maximize, o?.isFirstStep, oth(o?.gradScale, 'aten::_fused_sgd_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_sgd_', 'found_inf'));
     return;
   }
   throw noOverload('_fusedSgd_', a, _fusedSgd_Params);
@@ -5777,11 +5794,11 @@ export function _fusedAdam_(...a: any[]): any {
   const n = positionalCount(a, 6, _fusedAdam_Params);
   const o = a[n];
   if (n <= 6 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.expAvgs)) && (n > 3 ? isTensorList(a[3]) : isTensorList(o?.expAvgSqs)) && (n > 4 ? isTensorList(a[4]) : isTensorList(o?.maxExpAvgSqs)) && (n > 5 ? isTensorList(a[5]) : isTensorList(o?.stateSteps)) && o?.lr instanceof Tensor && typeof o?.beta1 === 'number' && typeof o?.beta2 === 'number' && typeof o?.weightDecay === 'number' && typeof o?.eps === 'number' && typeof o?.amsgrad === 'boolean' && typeof o?.maximize === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'expAvgs', 'expAvgSqs', 'maxExpAvgSqs', 'stateSteps', 'lr', 'beta1', 'beta2', 'weightDecay', 'eps', 'amsgrad', 'maximize', 'gradScale', 'foundInf'], n))) {
-    N.call(op(564), ths(a[0], 'aten::_fused_adam_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adam_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adam_.tensor_lr', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adam_.tensor_lr', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adam_.tensor_lr', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adam_.tensor_lr', 'state_steps'), th(o?.lr, 'aten::_fused_adam_.tensor_lr', 'lr'), o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adam_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adam_.tensor_lr', 'found_inf'));
+    N.call(op(565), ths(a[0], 'aten::_fused_adam_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adam_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adam_.tensor_lr', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adam_.tensor_lr', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adam_.tensor_lr', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adam_.tensor_lr', 'state_steps'), th(o?.lr, 'aten::_fused_adam_.tensor_lr', 'lr'), o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adam_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adam_.tensor_lr', 'found_inf'));
     return;
   }
   if (n <= 6 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.expAvgs)) && (n > 3 ? isTensorList(a[3]) : isTensorList(o?.expAvgSqs)) && (n > 4 ? isTensorList(a[4]) : isTensorList(o?.maxExpAvgSqs)) && (n > 5 ? isTensorList(a[5]) : isTensorList(o?.stateSteps)) && typeof o?.lr === 'number' && typeof o?.beta1 === 'number' && typeof o?.beta2 === 'number' && typeof o?.weightDecay === 'number' && typeof o?.eps === 'number' && typeof o?.amsgrad === 'boolean' && typeof o?.maximize === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'expAvgs', 'expAvgSqs', 'maxExpAvgSqs', 'stateSteps', 'lr', 'beta1', 'beta2', 'weightDecay', 'eps', 'amsgrad', 'maximize', 'gradScale', 'foundInf'], n))) {
-    N.call(op(565), ths(a[0], 'aten::_fused_adam_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adam_', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adam_', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adam_', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adam_', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adam_', 'state_steps'), o?.lr, o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adam_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adam_', 'found_inf'));
+    N.call(op(566), ths(a[0], 'aten::_fused_adam_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adam_', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adam_', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adam_', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adam_', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adam_', 'state_steps'), o?.lr, o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adam_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adam_', 'found_inf'));
     return;
   }
   throw noOverload('_fusedAdam_', a, _fusedAdam_Params);
@@ -5796,11 +5813,11 @@ export function _fusedAdamw_(...a: any[]): any {
   const n = positionalCount(a, 6, _fusedAdamw_Params);
   const o = a[n];
   if (n <= 6 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.expAvgs)) && (n > 3 ? isTensorList(a[3]) : isTensorList(o?.expAvgSqs)) && (n > 4 ? isTensorList(a[4]) : isTensorList(o?.maxExpAvgSqs)) && (n > 5 ? isTensorList(a[5]) : isTensorList(o?.stateSteps)) && typeof o?.lr === 'number' && typeof o?.beta1 === 'number' && typeof o?.beta2 === 'number' && typeof o?.weightDecay === 'number' && typeof o?.eps === 'number' && typeof o?.amsgrad === 'boolean' && typeof o?.maximize === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'expAvgs', 'expAvgSqs', 'maxExpAvgSqs', 'stateSteps', 'lr', 'beta1', 'beta2', 'weightDecay', 'eps', 'amsgrad', 'maximize', 'gradScale', 'foundInf'], n))) {
-    N.call(op(566), ths(a[0], 'aten::_fused_adamw_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adamw_', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adamw_', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adamw_', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adamw_', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adamw_', 'state_steps'), o?.lr, o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adamw_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adamw_', 'found_inf'));
+    N.call(op(567), ths(a[0], 'aten::_fused_adamw_', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adamw_', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adamw_', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adamw_', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adamw_', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adamw_', 'state_steps'), o?.lr, o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adamw_', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adamw_', 'found_inf'));
     return;
   }
   if (n <= 6 && n > 0 && isTensorList(a[0]) && (n > 1 ? isTensorList(a[1]) : isTensorList(o?.grads)) && (n > 2 ? isTensorList(a[2]) : isTensorList(o?.expAvgs)) && (n > 3 ? isTensorList(a[3]) : isTensorList(o?.expAvgSqs)) && (n > 4 ? isTensorList(a[4]) : isTensorList(o?.maxExpAvgSqs)) && (n > 5 ? isTensorList(a[5]) : isTensorList(o?.stateSteps)) && o?.lr instanceof Tensor && typeof o?.beta1 === 'number' && typeof o?.beta2 === 'number' && typeof o?.weightDecay === 'number' && typeof o?.eps === 'number' && typeof o?.amsgrad === 'boolean' && typeof o?.maximize === 'boolean' && (o?.gradScale === null || o?.gradScale === undefined || o?.gradScale instanceof Tensor) && (o?.foundInf === null || o?.foundInf === undefined || o?.foundInf instanceof Tensor) && (o === undefined || optionsFit(o, ['self', 'grads', 'expAvgs', 'expAvgSqs', 'maxExpAvgSqs', 'stateSteps', 'lr', 'beta1', 'beta2', 'weightDecay', 'eps', 'amsgrad', 'maximize', 'gradScale', 'foundInf'], n))) {
-    N.call(op(567), ths(a[0], 'aten::_fused_adamw_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adamw_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adamw_.tensor_lr', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adamw_.tensor_lr', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adamw_.tensor_lr', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adamw_.tensor_lr', 'state_steps'), th(o?.lr, 'aten::_fused_adamw_.tensor_lr', 'lr'), o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adamw_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adamw_.tensor_lr', 'found_inf'));
+    N.call(op(568), ths(a[0], 'aten::_fused_adamw_.tensor_lr', 'self'), ths((n > 1 ? a[1] : o?.grads), 'aten::_fused_adamw_.tensor_lr', 'grads'), ths((n > 2 ? a[2] : o?.expAvgs), 'aten::_fused_adamw_.tensor_lr', 'exp_avgs'), ths((n > 3 ? a[3] : o?.expAvgSqs), 'aten::_fused_adamw_.tensor_lr', 'exp_avg_sqs'), ths((n > 4 ? a[4] : o?.maxExpAvgSqs), 'aten::_fused_adamw_.tensor_lr', 'max_exp_avg_sqs'), ths((n > 5 ? a[5] : o?.stateSteps), 'aten::_fused_adamw_.tensor_lr', 'state_steps'), th(o?.lr, 'aten::_fused_adamw_.tensor_lr', 'lr'), o?.beta1, o?.beta2, o?.weightDecay, o?.eps, o?.amsgrad, o?.maximize, oth(o?.gradScale, 'aten::_fused_adamw_.tensor_lr', 'grad_scale'), oth(o?.foundInf, 'aten::_fused_adamw_.tensor_lr', 'found_inf'));
     return;
   }
   throw noOverload('_fusedAdamw_', a, _fusedAdamw_Params);
@@ -5811,7 +5828,7 @@ export function _ampForeachNonFiniteCheckAndUnscale_(self: Tensor[], foundInf: T
 export function _ampForeachNonFiniteCheckAndUnscale_(...a: any[]): any {
   const n = a.length;
   if (n > 3) throw noOverload('_ampForeachNonFiniteCheckAndUnscale_', a);
-  N.call(op(568), ths(a[0], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'self'), th(a[1], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'found_inf'), th(a[2], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'inv_scale'));
+  N.call(op(569), ths(a[0], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'self'), th(a[1], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'found_inf'), th(a[2], 'aten::_amp_foreach_non_finite_check_and_unscale_', 'inv_scale'));
   return;
 }
 
@@ -5820,7 +5837,7 @@ export function _ampUpdateScale_(self: Tensor, growthTracker: Tensor, foundInf: 
 export function _ampUpdateScale_(...a: any[]): any {
   const n = a.length;
   if (n > 6) throw noOverload('_ampUpdateScale_', a);
-  N.call(op(569), th(a[0], 'aten::_amp_update_scale_', 'self'), th(a[1], 'aten::_amp_update_scale_', 'growth_tracker'), th(a[2], 'aten::_amp_update_scale_', 'found_inf'), a[3], a[4], a[5]);
+  N.call(op(570), th(a[0], 'aten::_amp_update_scale_', 'self'), th(a[1], 'aten::_amp_update_scale_', 'growth_tracker'), th(a[2], 'aten::_amp_update_scale_', 'found_inf'), a[3], a[4], a[5]);
   return a[0];
 }
 
@@ -5829,7 +5846,7 @@ export function _localScalarDense(self: Tensor): number;
 export function _localScalarDense(...a: any[]): any {
   const n = a.length;
   if (n > 1) throw noOverload('_localScalarDense', a);
-  return N.call(op(570), th(a[0], 'aten::_local_scalar_dense', 'self')) as number;
+  return N.call(op(571), th(a[0], 'aten::_local_scalar_dense', 'self')) as number;
 }
 
 /** `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` */
@@ -5837,7 +5854,7 @@ export function nativeDropout(input: Tensor, p: number, train: boolean | null): 
 export function nativeDropout(...a: any[]): any {
   const n = a.length;
   if (n > 3) throw noOverload('nativeDropout', a);
-  const r = N.call(op(571), th(a[0], 'aten::native_dropout', 'input'), a[1], a[2]) as unknown[];
+  const r = N.call(op(572), th(a[0], 'aten::native_dropout', 'input'), a[1], a[2]) as unknown[];
   return [wrap(r[0] as number), wrap(r[1] as number)];
 }
 
