@@ -74,7 +74,7 @@ test('a SIGKILLed worker restarts the whole gang, which resumes and ends bitwise
   assert.equal(exit.code, 0, l.output);
   assert.match(
     l.stderr,
-    /attempt 0 failed: rank 1 \(local rank 1 on node 0, pid \d+\) was killed by signal SIGKILL/,
+    /attempt 0 failed: rank 1 \(local rank 1 on node 0 at [^,]+, pid \d+\) was killed by signal SIGKILL/,
   );
   assert.match(l.stderr, /restarting all workers \(restart 1 of --max-restarts 1\)/);
   const reports = jsonLines<TrainReport>(l.stdout);
@@ -113,9 +113,9 @@ test('a failure on one node restarts the gang on every node (two launchers, --nn
   assert.equal(e1.code, 0, node1.output);
   // Rank 1 runs on node 1 and killed itself there; node 0 restarted too. Both name the
   // failure that came first in the job (normally that one; rank 0's peer error races it).
-  assert.match(node1.stderr, /rank 1 \(local rank 0 on node 1, pid \d+\) was killed by signal SIGKILL/);
+  assert.match(node1.stderr, /rank 1 \(local rank 0 on node 1 at [^,]+, pid \d+\) was killed by signal SIGKILL/);
   for (const l of [node0, node1]) {
-    assert.match(l.stderr, /attempt 0 failed: rank [01] \(local rank 0 on node [01], pid \d+\)/);
+    assert.match(l.stderr, /attempt 0 failed: rank [01] \(local rank 0 on node [01] at [^,]+, pid \d+\)/);
     assert.match(l.stderr, /restarting all workers \(restart 1 of --max-restarts 1\)/);
   }
   for (const l of [node0, node1])
@@ -149,7 +149,7 @@ test('a worker that always fails: non-zero exit in bounded time, first failing r
   const summary = l.stderr.slice(l.stderr.indexOf('job failed'));
   assert.match(
     summary,
-    /^job failed \(after 1 restart\(s\), --max-restarts 1\); first failure:\nrank 1 \(local rank 1 on node 0, pid \d+\) exited with code 3\n/,
+    /^job failed \(after 1 restart\(s\), --max-restarts 1\); first failure:\nrank 1 \(local rank 1 on node 0 at [^,]+, pid \d+\) exited with code 3\n/,
   );
   assert.match(summary, /then: rank 0 was killed by signal SIGKILL/);
   assert.match(summary, /last 20 line\(s\) of rank 1's stderr:/);

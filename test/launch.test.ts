@@ -27,7 +27,7 @@ test('flags are validated with errors that name the flag and the fix', () => {
   );
   configError({ nnodes: '2', masterPort: '0' }, /--master-port 0 .* only works on one node/);
   configError({ standalone: true, nnodes: '2' }, /--standalone runs a single node, but --nnodes is 2/);
-  configError({ nnodes: '1:4' }, /elastic node ranges are not supported/);
+  configError({ nnodes: '1:4' }, /a node range is elastic; give --rdzv-backend c10d/);
   configError({ nprocPerNode: '0' }, /--nproc-per-node must be an integer >= 1, got '0'/);
   configError({ masterPort: '70000' }, /--master-port must be an integer in \[0, 65535\], got '70000'/);
   configError({ maxRestarts: '-1' }, /--max-restarts must be an integer >= 0/);

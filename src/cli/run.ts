@@ -10,8 +10,12 @@ const FLAGS: [string, string | null, string][] = [
     '<n>',
     "workers on this node: a number, 'cpu' (one per core), 'gpu' or 'auto' (default 1)",
   ],
-  ['nnodes', '<n>', 'number of nodes (a fixed count, or N:N) (default 1)'],
-  ['node-rank', '<r>', "this node's rank, 0..nnodes-1 (default 0)"],
+  [
+    'nnodes',
+    '<n>',
+    'number of nodes: a fixed count, or MIN:MAX for elastic training (with --rdzv-backend c10d) (default 1)',
+  ],
+  ['node-rank', '<r>', "this node's rank, 0..nnodes-1 (default 0; c10d assigns it)"],
   [
     'master-addr',
     '<addr>',
@@ -33,6 +37,18 @@ const FLAGS: [string, string | null, string][] = [
   ],
   ['redirects', '<sel>', 'streams written to log files only (not the console); same format as --tee'],
   ['run-id', '<id>', "job id shared by all nodes (default 'none'; random with --standalone)"],
+  [
+    'rdzv-backend',
+    '<name>',
+    "'static' (node 0 at --master-addr, fixed --nnodes) or 'c10d' (elastic: nodes may leave and join) (default static)",
+  ],
+  ['rdzv-endpoint', '<host[:port]>', 'c10d: where the rendezvous store is served (default port 29400)'],
+  ['rdzv-id', '<id>', 'the job id (same as --run-id, torchrun’s name for it)'],
+  [
+    'rdzv-conf',
+    '<k=v,...>',
+    'c10d settings in seconds: join_timeout (600), last_call_timeout (30), keep_alive_interval (5), keep_alive_max_attempt (3)',
+  ],
   ['rdzv-timeout', '<s>', 'seconds to wait for all nodes to join (and to finish) (default 600)'],
   ['term-timeout', '<s>', 'seconds between SIGTERM and SIGKILL when stopping workers (default 10)'],
   [

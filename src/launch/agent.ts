@@ -13,8 +13,22 @@ import { connectStore, hostStore, Rendezvous } from './rendezvous.ts';
 import { guardImportUrl, LAUNCHER_PID_ENV } from './worker-guard.ts';
 import { describeExit, isSuccess, type WorkerExit, WorkerProcess } from './worker-process.ts';
 
-type Outcome =
+/** Where this node's workers sit in the job for one attempt (static) or round (elastic). */
+export interface Placement {
+  /** TORCHELASTIC_RESTART_COUNT: the static attempt, or the elastic round (job-wide). */
+  attempt: number;
+  nodeRank: number;
+  nnodes: number;
+  /** Global rank of local rank 0. */
+  rankBase: number;
+  worldSize: number;
+  masterAddr: string;
+  masterPort: number;
+}
+
+export type Outcome =
   | { kind: 'succeeded' }
+  | { kind: 'changed'; reason: string }
   | { kind: 'failed'; worker: WorkerProcess; exit: WorkerExit }
   | { kind: 'remote' }
   | { kind: 'storeLost'; error: string }
@@ -45,12 +59,13 @@ export function log(msg: string): void {
   process.stderr.write(`tsrun: ${msg}\n`);
 }
 
-function signalExitCode(signal: NodeJS.Signals): number {
+export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (osConstants.signals[signal] ?? 15);
 }
 
 export class Agent {
   private workers: WorkerProcess[] = [];
+  private placement: Placement | null = null;
   private stopSignal: NodeJS.Signals | null = null;
   private glooHostname: string | undefined;
   private heartbeatDir: string | undefined;
@@ -63,12 +78,16 @@ export class Agent {
     private readonly hooks: AgentHooks = {},
   ) {}
 
-  /** Runs the job to the end; resolves with the launcher's exit code. */
-  async run(): Promise<number> {
+  /**
+   * Runs the job to the end; resolves with the launcher's exit code. `rounds` replaces the
+   * static rendezvous (the elastic loop, elastic-agent.ts); signals and cleanup stay here.
+   */
+  async run(rounds?: (agent: Agent) => Promise<number>): Promise<number> {
     this.installSignals();
     let store: Store | null = null;
     try {
       const { cfg } = this;
+      if (rounds) return await rounds(this);
       store =
         cfg.nodeRank === 0
           ? hostStore(cfg.masterAddr, cfg.masterPort)
@@ -83,11 +102,7 @@ export class Agent {
         timeoutMs: cfg.rdzvTimeoutMs,
       });
       this.announce(port);
-      this.glooHostname = await glooHostnameFor(cfg.masterAddr, port, cfg.nnodes);
-      if (this.glooHostname)
-        log(
-          `workers bind Gloo to ${this.glooHostname} (the address that reaches ${cfg.masterAddr}; set TSDDP_GLOO_HOSTNAME to override)`,
-        );
+      await this.findGlooHostname(cfg.masterAddr, port, cfg.nnodes);
       return await this.attempts(rdzv, port);
     } catch (e) {
       if (this.stopSignal) return signalExitCode(this.stopSignal);
@@ -104,13 +119,22 @@ export class Agent {
   }
 
   /** Where the worker of `rank` writes its heartbeat in `attempt` (heartbeat.ts). */
-  private heartbeatFile(attempt: number, rank: number): string {
+  heartbeatFile(attempt: number, rank: number): string {
     this.heartbeatDir ??= mkdtempSync(join(tmpdir(), 'tsrun-heartbeat-'));
     return join(this.heartbeatDir, `attempt${attempt}-rank${rank}`);
   }
 
-  private stopped(): boolean {
+  stopped(): boolean {
     return this.stopSignal !== null;
+  }
+
+  /** The address workers bind Gloo to (multi-node), found once per job. */
+  async findGlooHostname(masterAddr: string, port: number, nnodes: number): Promise<void> {
+    this.glooHostname = await glooHostnameFor(masterAddr, port, nnodes);
+    if (this.glooHostname)
+      log(
+        `workers bind Gloo to ${this.glooHostname} (the address that reaches ${masterAddr}; set TSDDP_GLOO_HOSTNAME to override)`,
+      );
   }
 
   private announce(port: number): void {
@@ -132,9 +156,20 @@ export class Agent {
     const { cfg } = this;
     for (let attempt = 0; ; attempt++) {
       await rdzv.join(attempt, () => this.stopped());
-      this.spawnWorkers(attempt, port);
-      this.hooks.onAttempt?.(attempt);
-      let outcome = await this.monitor(rdzv, attempt);
+      this.spawnWorkers({
+        attempt,
+        nodeRank: cfg.nodeRank,
+        nnodes: cfg.nnodes,
+        rankBase: cfg.nodeRank * cfg.nprocPerNode,
+        worldSize: cfg.nnodes * cfg.nprocPerNode,
+        masterAddr: cfg.masterAddr,
+        masterPort: port,
+      });
+      // Other nodes' failures arrive through the store.
+      let outcome = await this.monitor(
+        attempt,
+        cfg.nnodes > 1 ? async () => (rdzv.failed(attempt) ? { kind: 'remote' } : null) : null,
+      );
       if (outcome.kind === 'succeeded') {
         if (cfg.nnodes === 1 || (await rdzv.finish(attempt, () => this.stopped())) === 'done') {
           log(`all ${cfg.nprocPerNode} worker(s) finished successfully`);
@@ -146,6 +181,7 @@ export class Agent {
         await this.stopWorkers(outcome.signal);
         return signalExitCode(outcome.signal);
       }
+      if (outcome.kind === 'changed') throw new Error('internal: a static rendezvous does not change');
       if (outcome.kind === 'stalled') log(`watchdog: ${outcome.report}; stopping the attempt`);
       // Tell the other nodes at once (before the grace period), so that the job-wide first
       // failure is the one that happened first.
@@ -189,9 +225,11 @@ export class Agent {
     }
   }
 
-  private spawnWorkers(attempt: number, port: number): void {
+  /** Starts the local workers of one attempt (or elastic round). */
+  spawnWorkers(p: Placement): void {
     const { cfg } = this;
-    const world = cfg.nnodes * cfg.nprocPerNode;
+    const { attempt, worldSize: world } = p;
+    this.placement = p;
     const args = [
       ...(isTypeScript(cfg.script) ? ['--import', cfg.loader ?? typeScriptLoader(cfg.script)] : []),
       '--import',
@@ -201,20 +239,20 @@ export class Agent {
     ];
     this.workers = [];
     for (let local = 0; local < cfg.nprocPerNode; local++) {
-      const rank = cfg.nodeRank * cfg.nprocPerNode + local;
+      const rank = p.rankBase + local;
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         RANK: String(rank),
         LOCAL_RANK: String(local),
         WORLD_SIZE: String(world),
         LOCAL_WORLD_SIZE: String(cfg.nprocPerNode),
-        GROUP_RANK: String(cfg.nodeRank),
-        GROUP_WORLD_SIZE: String(cfg.nnodes),
+        GROUP_RANK: String(p.nodeRank),
+        GROUP_WORLD_SIZE: String(p.nnodes),
         ROLE_NAME: 'default',
         ROLE_RANK: String(rank),
         ROLE_WORLD_SIZE: String(world),
-        MASTER_ADDR: cfg.masterAddr,
-        MASTER_PORT: String(port),
+        MASTER_ADDR: p.masterAddr,
+        MASTER_PORT: String(p.masterPort),
         TORCHELASTIC_RESTART_COUNT: String(attempt),
         TORCHELASTIC_MAX_RESTARTS: String(cfg.maxRestarts),
         TORCHELASTIC_RUN_ID: cfg.runId,
@@ -242,10 +280,14 @@ export class Agent {
         }),
       );
     }
+    this.hooks.onAttempt?.(attempt);
   }
 
-  /** Waits for the first event that ends this attempt. */
-  private monitor(rdzv: Rendezvous, attempt: number): Promise<Outcome> {
+  /**
+   * Waits for the first event that ends this attempt; `remote` (polled every
+   * --monitor-interval) reports what other nodes did.
+   */
+  monitor(attempt: number, remote: (() => Promise<Outcome | null>) | null): Promise<Outcome> {
     return new Promise<Outcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       let watchdog: NodeJS.Timeout | undefined;
@@ -295,27 +337,32 @@ export class Agent {
           log(`warning: ${describeStall(s, hostname())}${hint}`);
         }
       }, WATCHDOG_POLL_MS);
-      // Other nodes' failures arrive through the store.
-      if (this.cfg.nnodes > 1) {
+      if (remote) {
+        let busy = false;
         timer = setInterval(() => {
-          try {
-            if (rdzv.failed(attempt)) finish({ kind: 'remote' });
-          } catch (e) {
-            finish({ kind: 'storeLost', error: e instanceof Error ? e.message.split('\n')[0] : String(e) });
-          }
+          if (busy) return;
+          busy = true;
+          remote()
+            .then((o) => o && finish(o))
+            .catch((e: unknown) =>
+              finish({ kind: 'storeLost', error: e instanceof Error ? e.message.split('\n')[0] : String(e) }),
+            )
+            .finally(() => {
+              busy = false;
+            });
         }, this.cfg.monitorIntervalMs);
       }
     });
   }
 
-  private summaryOf(o: Extract<Outcome, { kind: 'failed' | 'stalled' }>): string {
+  summaryOf(o: Extract<Outcome, { kind: 'failed' | 'stalled' }>): string {
     if (o.kind === 'failed') return this.failureSummary(o.worker, o.exit);
     return `${o.report} (--watchdog ${this.cfg.watchdogMs / 1000} s)`;
   }
 
   private failureSummary(worker: WorkerProcess, exit: WorkerExit): string {
     const lines = [
-      `rank ${worker.rank} (local rank ${worker.localRank} on node ${this.cfg.nodeRank}, pid ${worker.pid}) ${describeExit(exit)}`,
+      `rank ${worker.rank} (local rank ${worker.localRank} on node ${this.placement?.nodeRank} at ${hostname()}, pid ${worker.pid}) ${describeExit(exit)}`,
     ];
     for (const w of this.workers) {
       if (w === worker || !w.exit) continue;
@@ -334,7 +381,7 @@ export class Agent {
    * Stops every local worker: the signal to each process group (with SIGCONT, so a stopped
    * worker can act on it), SIGKILL after --term-timeout, and waits for the exits.
    */
-  private async stopWorkers(signal: NodeJS.Signals): Promise<void> {
+  async stopWorkers(signal: NodeJS.Signals): Promise<void> {
     const workers = this.workers;
     if (workers.length === 0) return;
     const exited = () => Promise.all(workers.map((w) => w.exited));
@@ -389,13 +436,4 @@ export class Agent {
       this.cfg.termTimeoutMs + KILL_WAIT_MS + 5000,
     ).unref();
   }
-}
-
-/**
- * Runs a job as `tsrun` does; resolves with the exit code for the launcher. The launcher
- * knows no dashboard: `tsddp run --dashboard` composes one around the agent through
- * AgentHooks (src/cli/launch-job.ts).
- */
-export function launch(cfg: LaunchConfig, hooks: AgentHooks = {}): Promise<number> {
-  return new Agent(cfg, hooks).run();
 }

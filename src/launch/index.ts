@@ -1,4 +1,6 @@
-export { Agent, type AgentHooks, launch } from './agent.ts';
+export { Agent, type AgentHooks } from './agent.ts';
+export { ElasticRendezvous, type ElasticRendezvousConfig, type NodeInfo, type Round } from './elastic.ts';
+export { launch } from './launch.ts';
 export { glooHostnameFor, localAddressToward } from './network.ts';
 export {
   DEFAULT_MASTER_PORT,

@@ -48,12 +48,32 @@ export interface LaunchConfig {
   watchdogMs: number;
   /** OMP_NUM_THREADS for workers, or undefined when the user's environment sets it. */
   ompNumThreads?: number;
+  /** Elastic (c10d) rendezvous, as torchrun's `--rdzv-backend c10d`; absent: static. */
+  elastic?: ElasticSettings;
   /** --dashboard: serve the live dashboard on 127.0.0.1:port (0: a free port). */
   dashboard?: {
     port: number;
     /** The workers' metrics file; by default the launcher picks one (TSDDP_METRICS_FILE). */
     metricsFile?: string;
   };
+}
+
+/**
+ * torchrun's c10d rendezvous: between `minNodes` and `maxNodes` launchers meet at
+ * `endpoint`, node ranks are assigned per round, and a lost or new node starts a new round
+ * (elastic.ts). `--nnodes`/`--node-rank`/`--master-*` do not apply.
+ */
+export interface ElasticSettings {
+  minNodes: number;
+  maxNodes: number;
+  host: string;
+  port: number;
+  /** After `minNodes` have joined, how long a round stays open for more (last_call_timeout). */
+  lastCallMs: number;
+  /** How often a launcher tells the others it is alive (keep_alive_interval). */
+  keepAliveMs: number;
+  /** Missed keep-alives after which a node counts as lost (keep_alive_max_attempt). */
+  keepAliveMaxMissed: number;
 }
 
 /** The flags as commander hands them over (all optional strings/booleans). */
@@ -73,6 +93,10 @@ export interface RawLaunchOptions {
   rdzvTimeout?: string;
   termTimeout?: string;
   watchdog?: string;
+  rdzvBackend?: string;
+  rdzvEndpoint?: string;
+  rdzvId?: string;
+  rdzvConf?: string;
 }
 
 export const DEFAULT_MASTER_PORT = 29500;
@@ -131,18 +155,85 @@ function nprocPerNode(raw: string | undefined, cudaDevices: () => number): numbe
   return int('--nproc-per-node', raw, 1, 1);
 }
 
-// torchrun takes --nnodes as N or MIN:MAX (elastic); only the static form is supported.
-function nnodes(raw: string | undefined): number {
-  if (raw === undefined) return 1;
-  const m = /^(\d+):(\d+)$/.exec(raw.trim());
-  if (m) {
-    if (m[1] !== m[2])
-      throw new LaunchConfigError(
-        `--nnodes ${raw}: elastic node ranges are not supported (static rendezvous); give a fixed node count`,
-      );
-    return int('--nnodes', m[1], 1, 1);
+/** --nnodes: N, or MIN:MAX (elastic; torchrun's form). */
+function nnodesRange(raw: string | undefined): { min: number; max: number } {
+  if (raw === undefined) return { min: 1, max: 1 };
+  const m = /^([^:]*):([^:]*)$/.exec(raw.trim());
+  if (!m) {
+    const n = int('--nnodes', raw, 1, 1);
+    return { min: n, max: n };
   }
-  return int('--nnodes', raw, 1, 1);
+  const min = int('--nnodes (MIN of MIN:MAX)', m[1], 1, 1);
+  const max = int('--nnodes (MAX of MIN:MAX)', m[2], 1, 1);
+  if (min > max) throw new LaunchConfigError(`--nnodes ${raw}: MIN must not exceed MAX`);
+  return { min, max };
+}
+
+/** torchrun's c10d rendezvous port when --rdzv-endpoint names none. */
+export const DEFAULT_RDZV_PORT = 29400;
+
+// torchrun's --rdzv-conf keys that tsrun honours (seconds), with torchrun's defaults.
+const RDZV_CONF_DEFAULTS = {
+  join_timeout: 600,
+  last_call_timeout: 30,
+  keep_alive_interval: 5,
+  keep_alive_max_attempt: 3,
+} as const;
+
+/** `--rdzv-conf key=value,...`: unknown keys are refused by name. */
+function rdzvConf(raw: string | undefined): Record<keyof typeof RDZV_CONF_DEFAULTS, number> {
+  const out: Record<string, number> = { ...RDZV_CONF_DEFAULTS };
+  for (const part of (raw ?? '').split(',')) {
+    if (part.trim() === '') continue;
+    const [key, value] = part.split('=').map((s) => s.trim());
+    if (!(key in RDZV_CONF_DEFAULTS))
+      throw new LaunchConfigError(
+        `--rdzv-conf: unknown key '${key}' (tsrun knows ${Object.keys(RDZV_CONF_DEFAULTS).join(', ')})`,
+      );
+    const v = Number(value);
+    const whole = key === 'keep_alive_max_attempt';
+    if (
+      value === undefined ||
+      value === '' ||
+      !Number.isFinite(v) ||
+      v <= 0 ||
+      (whole && !Number.isInteger(v))
+    )
+      throw new LaunchConfigError(
+        `--rdzv-conf ${key} must be a positive ${whole ? 'integer' : 'number of seconds'}, got '${value ?? ''}'`,
+      );
+    out[key] = v;
+  }
+  return out as Record<keyof typeof RDZV_CONF_DEFAULTS, number>;
+}
+
+/** `--rdzv-backend c10d --rdzv-endpoint HOST[:PORT]` into ElasticSettings. */
+function elasticSettings(
+  raw: RawLaunchOptions,
+  range: { min: number; max: number },
+): { elastic: ElasticSettings; joinTimeoutMs: number } {
+  const endpoint = (raw.rdzvEndpoint ?? '').trim();
+  if (endpoint === '')
+    throw new LaunchConfigError(
+      '--rdzv-backend c10d needs --rdzv-endpoint HOST[:PORT]: where the rendezvous store is served (by the launcher on that host)',
+    );
+  // HOST, HOST:PORT, [v6]:PORT
+  const m = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d*))?$/.exec(endpoint);
+  if (!m) throw new LaunchConfigError(`--rdzv-endpoint must be HOST or HOST:PORT, got '${endpoint}'`);
+  const port = m[3] === undefined ? DEFAULT_RDZV_PORT : int('--rdzv-endpoint (port)', m[3], 0, 1, 65535);
+  const conf = rdzvConf(raw.rdzvConf);
+  return {
+    elastic: {
+      minNodes: range.min,
+      maxNodes: range.max,
+      host: m[1] ?? m[2],
+      port,
+      lastCallMs: Math.round(conf.last_call_timeout * 1000),
+      keepAliveMs: Math.round(conf.keep_alive_interval * 1000),
+      keepAliveMaxMissed: conf.keep_alive_max_attempt,
+    },
+    joinTimeoutMs: Math.round(conf.join_timeout * 1000),
+  };
 }
 
 /** torchrun's stream selector: "3" for every local rank, or "0:1,1:2" per local rank. */
@@ -184,6 +275,10 @@ export const LAUNCH_OPTION_KINDS = {
   rdzvTimeout: 'string',
   termTimeout: 'string',
   watchdog: 'string',
+  rdzvBackend: 'string',
+  rdzvEndpoint: 'string',
+  rdzvId: 'string',
+  rdzvConf: 'string',
 } as const satisfies Record<keyof RawLaunchOptions, 'string' | 'bool'>;
 
 /**
@@ -220,18 +315,40 @@ export function resolveLaunchConfig(
 
   const standalone = raw.standalone === true;
   const nproc = nprocPerNode(raw.nprocPerNode, cudaDevices);
-  const nodes = nnodes(raw.nnodes);
+  const range = nnodesRange(raw.nnodes);
+  const backend = (raw.rdzvBackend ?? 'static').trim();
+  if (backend !== 'static' && backend !== 'c10d')
+    throw new LaunchConfigError(
+      `--rdzv-backend must be 'static' or 'c10d' (torchrun's elastic backend), got '${backend}'`,
+    );
+  if (range.min !== range.max && backend !== 'c10d')
+    throw new LaunchConfigError(
+      `--nnodes ${raw.nnodes}: a node range is elastic; give --rdzv-backend c10d and --rdzv-endpoint HOST:PORT too`,
+    );
+  if (backend === 'c10d' && standalone)
+    throw new LaunchConfigError('--standalone has its own rendezvous: drop --rdzv-backend c10d');
+  const elastic = backend === 'c10d' ? elasticSettings(raw, range) : undefined;
+  const nodes = range.max;
   if (standalone && nodes > 1)
     throw new LaunchConfigError(`--standalone runs a single node, but --nnodes is ${nodes}`);
-  const nodeRank = int('--node-rank', raw.nodeRank, 0, 0);
+  // With c10d the rendezvous assigns node ranks (torchrun ignores --node-rank there too).
+  const nodeRank = elastic ? 0 : int('--node-rank', raw.nodeRank, 0, 0);
   if (nodeRank >= nodes)
     throw new LaunchConfigError(
       `--node-rank ${nodeRank} is out of range for --nnodes ${nodes} (node ranks are 0..${nodes - 1})`,
     );
   // --standalone is torchrun's "local rendezvous on a free port".
-  const masterAddr = standalone ? '127.0.0.1' : (raw.masterAddr ?? '127.0.0.1').trim();
+  const masterAddr = elastic
+    ? elastic.elastic.host
+    : standalone
+      ? '127.0.0.1'
+      : (raw.masterAddr ?? '127.0.0.1').trim();
   if (masterAddr === '') throw new LaunchConfigError('--master-addr must not be empty');
-  const masterPort = standalone ? 0 : int('--master-port', raw.masterPort, DEFAULT_MASTER_PORT, 0, 65535);
+  const masterPort = elastic
+    ? elastic.elastic.port
+    : standalone
+      ? 0
+      : int('--master-port', raw.masterPort, DEFAULT_MASTER_PORT, 0, 65535);
   if (masterPort === 0 && nodes > 1)
     throw new LaunchConfigError(
       '--master-port 0 (a free port) only works on one node: other nodes must know the port; give a fixed --master-port',
@@ -253,7 +370,11 @@ export function resolveLaunchConfig(
   );
   const consoleStreams = redirects.map((r) => ({ stdout: !r.stdout, stderr: !r.stderr }));
 
-  const runId = raw.runId ?? (standalone ? randomUUID() : 'none');
+  if (raw.runId !== undefined && raw.rdzvId !== undefined && raw.runId !== raw.rdzvId)
+    throw new LaunchConfigError(
+      `--run-id '${raw.runId}' and --rdzv-id '${raw.rdzvId}' name the same thing: give one`,
+    );
+  const runId = raw.rdzvId ?? raw.runId ?? (standalone ? randomUUID() : 'none');
   if (!/^[\w.-]+$/.test(runId))
     throw new LaunchConfigError(`--run-id may only hold letters, digits, '_', '-' and '.', got '${runId}'`);
 
@@ -274,7 +395,10 @@ export function resolveLaunchConfig(
     fileStreams,
     consoleStreams,
     runId,
-    rdzvTimeoutMs: seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
+    rdzvTimeoutMs:
+      raw.rdzvTimeout === undefined && elastic
+        ? elastic.joinTimeoutMs
+        : seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
     termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
     watchdogMs:
       raw.watchdog === undefined || raw.watchdog.trim() === '0' ? 0 : seconds('--watchdog', raw.watchdog, 0),
@@ -285,5 +409,6 @@ export function resolveLaunchConfig(
       raw.dashboard === undefined || raw.dashboard === false
         ? undefined
         : { port: raw.dashboard === true ? 0 : int('--dashboard', raw.dashboard, 0, 0, 65535) },
+    ...(elastic ? { elastic: elastic.elastic } : {}),
   };
 }
