@@ -1,4 +1,19 @@
-// Model zoo: torchvision-compatible architectures.
+// Model zoo: torchvision- and nanoGPT-compatible architectures.
+
+export {
+  Block,
+  CausalSelfAttention,
+  type GenerateOptions,
+  GPT,
+  GPT_CONFIG_DEFAULTS,
+  type GPTConfig,
+  type GPTOptions,
+  type GPTOutput,
+  GPTTransformer,
+  gpt,
+  gpt2Small,
+  MLP,
+} from './gpt.ts';
 export {
   BasicBlock,
   Bottleneck,

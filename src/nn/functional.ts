@@ -5,6 +5,7 @@
 import * as t from '../core/index.ts';
 
 export * from './functional/activation.ts';
+export * from './functional/attention.ts';
 export type { IntOrPair, Reduction, ReductionOptions } from './functional/common.ts';
 export * from './functional/conv.ts';
 export * from './functional/distance.ts';

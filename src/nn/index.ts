@@ -38,6 +38,11 @@ export {
 } from './layers/activation-more.ts';
 export { type AdaptiveLogSoftmaxOptions, AdaptiveLogSoftmaxWithLoss } from './layers/adaptive.ts';
 export {
+  MultiheadAttention,
+  type MultiheadAttentionForwardOptions,
+  type MultiheadAttentionOptions,
+} from './layers/attention.ts';
+export {
   BatchNorm,
   BatchNorm1d,
   BatchNorm2d,
@@ -192,6 +197,21 @@ export {
   RNNCellBase,
   type RNNOptions,
 } from './layers/rnn.ts';
+export {
+  generateSquareSubsequentMask,
+  Transformer,
+  type TransformerActivation,
+  TransformerDecoder,
+  type TransformerDecoderForwardOptions,
+  TransformerDecoderLayer,
+  TransformerEncoder,
+  type TransformerEncoderForwardOptions,
+  TransformerEncoderLayer,
+  type TransformerEncoderOptions,
+  type TransformerForwardOptions,
+  type TransformerLayerOptions,
+  type TransformerOptions,
+} from './layers/transformer.ts';
 export { Upsample, type UpsampleOptions } from './layers/upsample.ts';
 export { UpsamplingBilinear2d, UpsamplingNearest2d } from './layers/upsampling-2d.ts';
 export {

@@ -1,0 +1,347 @@
+// scaled_dot_product_attention and multi_head_attention_forward of torch.nn.functional.
+// multiHeadAttentionForward follows PyTorch's Python code step by step (the same ops in
+// the same order), so results match it to the last bits and dropout draws the same
+// masks from the same seed.
+import * as t from '../../core/index.ts';
+import { sameShape } from './common.ts';
+import { dropout } from './dropout.ts';
+import { pad } from './vision.ts';
+
+export interface ScaledDotProductAttentionOptions {
+  /** Bool (true = take part in attention) or float (added to the scores); broadcast to [..., L, S]. */
+  attnMask?: t.Tensor | null;
+  /** Dropout on the attention weights; applied whenever > 0, as in PyTorch. Default 0. */
+  dropoutP?: number;
+  /** Attend only to earlier positions (a lower-triangular mask). Default false. */
+  isCausal?: boolean;
+  /** Default 1/√E (E = query's last dim). */
+  scale?: number | null;
+  /** Grouped-query attention: key/value may have fewer heads (dim -3) than query. Default false. */
+  enableGqa?: boolean;
+}
+
+/** softmax(Q·Kᵀ·scale + mask)·V over libtorch's fused kernels (torch.nn.functional.scaled_dot_product_attention). */
+export function scaledDotProductAttention(
+  query: t.Tensor,
+  key: t.Tensor,
+  value: t.Tensor,
+  opts: ScaledDotProductAttentionOptions = {},
+): t.Tensor {
+  const p = opts.dropoutP ?? 0;
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout_p must be between 0 and 1, got ${p}`);
+  return t.scaledDotProductAttention(query, key, value, opts.attnMask ?? null, p, opts.isCausal ?? false, {
+    scale: opts.scale ?? null,
+    enableGqa: opts.enableGqa ?? false,
+  });
+}
+
+/**
+ * PyTorch's `_canonical_mask`: a bool mask (true = masked out) becomes a float mask of
+ * `dtype` with -inf where true; float masks pass unchanged; other dtypes are refused.
+ */
+export function canonicalMask(
+  mask: t.Tensor | null | undefined,
+  name: string,
+  dtype: t.DTypeName,
+): t.Tensor | null {
+  if (mask === null || mask === undefined) return null;
+  if (mask.dtype === 'bool')
+    return t.maskedFill_(t.zerosLike(mask, { dtype }), mask, Number.NEGATIVE_INFINITY);
+  if (!mask.isFloatingPoint()) throw new TypeError(`only bool and floating types of ${name} are supported`);
+  return mask;
+}
+
+export interface MultiHeadAttentionForwardOptions {
+  /** Apply dropout (dropoutP) to the attention. Default true. */
+  training?: boolean;
+  /** [N, S] (or [S] unbatched); bool true or float -inf marks keys to ignore. */
+  keyPaddingMask?: t.Tensor | null;
+  /** Also return the attention weights (computed explicitly instead of by the fused kernel). Default true. */
+  needWeights?: boolean;
+  /** [L, S] or [N·numHeads, L, S]; bool true = not allowed to attend, or float added to the scores. */
+  attnMask?: t.Tensor | null;
+  /** Use qProjWeight/kProjWeight/vProjWeight (key/value dims differ from the embedding). Default false. */
+  useSeparateProjWeight?: boolean;
+  qProjWeight?: t.Tensor | null;
+  kProjWeight?: t.Tensor | null;
+  vProjWeight?: t.Tensor | null;
+  /** Projected keys/values [N·numHeads, S, headDim] used as they are. */
+  staticK?: t.Tensor | null;
+  staticV?: t.Tensor | null;
+  /** Average the returned weights over heads. Default true. */
+  averageAttnWeights?: boolean;
+  /** A hint that attnMask is the causal mask (it must still be given). Default false. */
+  isCausal?: boolean;
+}
+
+/** The attention output [L, N, E] and, with needWeights, the weights [N, L, S] (or [N, H, L, S]). */
+export type AttentionResult = [t.Tensor, t.Tensor | null];
+
+/**
+ * torch.nn.functional.multi_head_attention_forward: query [L, N, E] (or [L, E]), key and
+ * value [S, N, E_k/E_v], sequence-first. MultiheadAttention's computation.
+ */
+export function multiHeadAttentionForward(
+  query: t.Tensor,
+  key: t.Tensor,
+  value: t.Tensor,
+  embedDimToCheck: number,
+  numHeads: number,
+  inProjWeight: t.Tensor | null,
+  inProjBias: t.Tensor | null,
+  biasK: t.Tensor | null,
+  biasV: t.Tensor | null,
+  addZeroAttn: boolean,
+  dropoutP: number,
+  outProjWeight: t.Tensor,
+  outProjBias: t.Tensor | null,
+  opts: MultiHeadAttentionForwardOptions = {},
+): AttentionResult {
+  return t.tidy(() => {
+    const needWeights = opts.needWeights ?? true;
+    let isCausal = opts.isCausal ?? false;
+    let keyPaddingMask = opts.keyPaddingMask ?? null;
+    let attnMask = opts.attnMask ?? null;
+    const batched = mhaShapeCheck(query, key, value, keyPaddingMask, attnMask, numHeads);
+    // Unbatched input gets a batch dim of 1 for the computation, dropped at the end. Like
+    // PyTorch, this makes three distinct tensors: the projection then takes the chunked path.
+    if (!batched) {
+      [query, key, value] = [t.unsqueeze(query, 1), t.unsqueeze(key, 1), t.unsqueeze(value, 1)];
+      if (keyPaddingMask !== null) keyPaddingMask = t.unsqueeze(keyPaddingMask, 0);
+    }
+    const [tgtLen, bsz, embedDim] = query.shape;
+    keyPaddingMask = canonicalMask(keyPaddingMask, 'key_padding_mask', query.dtype);
+    if (isCausal && attnMask === null) {
+      throw new Error(
+        'Need attn_mask if specifying the is_causal hint. You may use the Transformer module method ' +
+          '`generateSquareSubsequentMask` to create this mask.',
+      );
+    }
+    if (isCausal && keyPaddingMask === null && !needWeights) {
+      // The fused kernel applies the causal mask itself from the hint.
+      attnMask = null;
+    } else {
+      attnMask = canonicalMask(attnMask, 'attn_mask', query.dtype);
+      // A merged padding mask is no longer causal.
+      if (keyPaddingMask !== null) isCausal = false;
+    }
+    if (embedDim !== embedDimToCheck) {
+      throw new RangeError(`was expecting embedding dimension of ${embedDimToCheck}, but got ${embedDim}`);
+    }
+    const headDim = Math.trunc(embedDim / numHeads);
+    if (headDim * numHeads !== embedDim) {
+      throw new RangeError(`embed_dim ${embedDim} not divisible by num_heads ${numHeads}`);
+    }
+    const separate = opts.useSeparateProjWeight ?? false;
+    if (separate) {
+      if (key.shape[0] !== value.shape[0] || key.shape[1] !== value.shape[1]) {
+        throw new RangeError(
+          `key's sequence and batch dims [${key.shape.slice(0, 2)}] do not match value's [${value.shape.slice(0, 2)}]`,
+        );
+      }
+    } else if (!sameShape(key.shape, value.shape)) {
+      throw new RangeError(`key shape [${key.shape}] does not match value shape [${value.shape}]`);
+    }
+
+    let q: t.Tensor;
+    let k: t.Tensor;
+    let v: t.Tensor;
+    if (!separate) {
+      if (inProjWeight === null)
+        throw new TypeError('useSeparateProjWeight is false but inProjWeight is null');
+      [q, k, v] = inProjectionPacked(query, key, value, inProjWeight, inProjBias);
+    } else {
+      const [wq, wk, wv] = [opts.qProjWeight, opts.kProjWeight, opts.vProjWeight];
+      if (!wq || !wk || !wv) {
+        throw new TypeError(
+          'useSeparateProjWeight is true but qProjWeight, kProjWeight or vProjWeight is null',
+        );
+      }
+      const [bq, bk, bv] = inProjBias === null ? [null, null, null] : t.chunk(inProjBias, 3);
+      q = t.linear(query, wq, bq);
+      k = t.linear(key, wk, bk);
+      v = t.linear(value, wv, bv);
+    }
+
+    // The attention mask as [1 or N·H, L, S].
+    if (attnMask !== null) {
+      if (attnMask.ndim === 2) {
+        if (attnMask.shape[0] !== tgtLen || attnMask.shape[1] !== key.shape[0]) {
+          throw new RangeError(
+            `The shape of the 2D attn_mask is [${attnMask.shape}], but should be [${tgtLen}, ${key.shape[0]}].`,
+          );
+        }
+        attnMask = t.unsqueeze(attnMask, 0);
+      } else if (!sameShape(attnMask.shape, [bsz * numHeads, tgtLen, key.shape[0]])) {
+        throw new RangeError(
+          `The shape of the 3D attn_mask is [${attnMask.shape}], but should be [${bsz * numHeads}, ${tgtLen}, ${key.shape[0]}].`,
+        );
+      }
+    }
+
+    // Learned bias key/value appended along the sequence.
+    if (biasK !== null && biasV !== null) {
+      if (opts.staticK || opts.staticV) throw new TypeError('bias cannot be added to static key or value.');
+      k = t.cat([k, t.repeat(biasK, [1, bsz, 1])]);
+      v = t.cat([v, t.repeat(biasV, [1, bsz, 1])]);
+      if (attnMask !== null) attnMask = pad(attnMask, [0, 1]);
+      if (keyPaddingMask !== null) keyPaddingMask = pad(keyPaddingMask, [0, 1]);
+    } else if (biasK !== null || biasV !== null) {
+      throw new TypeError('biasK and biasV must be given together');
+    }
+
+    // Heads into the batch: [N·H, L or S, headDim].
+    q = t.transpose(t.view(q, [tgtLen, bsz * numHeads, headDim]), 0, 1);
+    k = staticKV(opts.staticK, k, bsz * numHeads, headDim, 'static_k');
+    v = staticKV(opts.staticV, v, bsz * numHeads, headDim, 'static_v');
+
+    if (addZeroAttn) {
+      const zeros = t.zeros([bsz * numHeads, 1, headDim], { dtype: k.dtype, device: k.device });
+      k = t.cat([k, zeros], 1);
+      v = t.cat([v, t.zeros([bsz * numHeads, 1, headDim], { dtype: v.dtype, device: v.device })], 1);
+      if (attnMask !== null) attnMask = pad(attnMask, [0, 1]);
+      if (keyPaddingMask !== null) keyPaddingMask = pad(keyPaddingMask, [0, 1]);
+    }
+    const srcLen = k.shape[1];
+
+    // Merge the key padding mask into the attention mask.
+    if (keyPaddingMask !== null) {
+      if (keyPaddingMask.shape[0] !== bsz || keyPaddingMask.shape[1] !== srcLen) {
+        throw new RangeError(
+          `Expected key_padding_mask of shape [${bsz}, ${srcLen}], got [${keyPaddingMask.shape}]`,
+        );
+      }
+      const kpm = t.reshape(t.expand(t.view(keyPaddingMask, [bsz, 1, 1, srcLen]), [-1, numHeads, -1, -1]), [
+        bsz * numHeads,
+        1,
+        srcLen,
+      ]);
+      attnMask = attnMask === null ? kpm : t.add(attnMask, kpm);
+    }
+    const p = (opts.training ?? true) ? dropoutP : 0;
+
+    let out: t.Tensor;
+    let weights: t.Tensor | null = null;
+    if (needWeights) {
+      // Weights computed explicitly, as PyTorch does when they are returned.
+      const qScaled = t.mul(q, Math.sqrt(1 / headDim));
+      if (isCausal && attnMask === null) throw new Error('is_causal is not implemented for need_weights');
+      const kt = t.transpose(k, -2, -1);
+      let w = attnMask !== null ? t.baddbmm(attnMask, qScaled, kt) : t.bmm(qScaled, kt);
+      w = t.softmax(w, -1);
+      if (p > 0) w = dropout(w, { p });
+      out = t.reshape(t.transpose(t.bmm(w, v), 0, 1), [tgtLen * bsz, embedDim]);
+      out = t.view(t.linear(out, outProjWeight, outProjBias), [tgtLen, bsz, -1]);
+      weights = t.view(w, [bsz, numHeads, tgtLen, srcLen]);
+      if (opts.averageAttnWeights ?? true) weights = t.mean(weights, 1);
+    } else {
+      // libtorch's fused scaled_dot_product_attention on [N, H, L, headDim].
+      if (attnMask !== null) {
+        attnMask =
+          attnMask.shape[0] === 1 && attnMask.ndim === 3
+            ? t.unsqueeze(attnMask, 0)
+            : t.view(attnMask, [bsz, numHeads, -1, srcLen]);
+      }
+      const a = t.scaledDotProductAttention(
+        t.view(q, [bsz, numHeads, tgtLen, headDim]),
+        t.view(k, [bsz, numHeads, srcLen, headDim]),
+        t.view(v, [bsz, numHeads, srcLen, headDim]),
+        attnMask,
+        p,
+        isCausal,
+      );
+      out = t.reshape(t.permute(a, [2, 0, 1, 3]), [bsz * tgtLen, embedDim]);
+      out = t.view(t.linear(out, outProjWeight, outProjBias), [tgtLen, bsz, -1]);
+    }
+    if (!batched) {
+      out = t.squeeze(out, 1);
+      if (weights !== null) weights = t.squeeze(weights, 0);
+    }
+    return [out, weights] as AttentionResult;
+  });
+}
+
+/** PyTorch's `_in_projection_packed`: one matmul for self-attention, two when key === value. */
+function inProjectionPacked(
+  q: t.Tensor,
+  k: t.Tensor,
+  v: t.Tensor,
+  w: t.Tensor,
+  b: t.Tensor | null,
+): [t.Tensor, t.Tensor, t.Tensor] {
+  const E = q.shape[q.ndim - 1];
+  // [..., n·E] -> [n, ..., E], contiguous, in chunk order.
+  const unpack = (proj: t.Tensor, n: number): t.Tensor =>
+    t.squeeze(t.transpose(t.unsqueeze(t.unflatten(proj, -1, [n, E]), 0), 0, -2), -2).contiguous();
+  if (k === v) {
+    if (q === k) {
+      const proj = unpack(t.linear(q, w, b), 3);
+      return [t.select(proj, 0, 0), t.select(proj, 0, 1), t.select(proj, 0, 2)];
+    }
+    const [wq, wkv] = t.split(w, [E, E * 2]);
+    const [bq, bkv] = b === null ? [null, null] : t.split(b, [E, E * 2]);
+    const kv = unpack(t.linear(k, wkv, bkv), 2);
+    return [t.linear(q, wq, bq), t.select(kv, 0, 0), t.select(kv, 0, 1)];
+  }
+  const [wq, wk, wv] = t.chunk(w, 3);
+  const [bq, bk, bv] = b === null ? [null, null, null] : t.chunk(b, 3);
+  return [t.linear(q, wq, bq), t.linear(k, wk, bk), t.linear(v, wv, bv)];
+}
+
+/** A projected key/value as [N·H, S, headDim], or the given static one after its shape check. */
+function staticKV(
+  fixed: t.Tensor | null | undefined,
+  x: t.Tensor,
+  batchHeads: number,
+  headDim: number,
+  name: string,
+): t.Tensor {
+  if (fixed === null || fixed === undefined)
+    return t.transpose(t.view(x, [x.shape[0], batchHeads, headDim]), 0, 1);
+  if (fixed.shape[0] !== batchHeads || fixed.shape[2] !== headDim) {
+    throw new RangeError(`expecting ${name} of shape [${batchHeads}, *, ${headDim}], got [${fixed.shape}]`);
+  }
+  return fixed;
+}
+
+/** PyTorch's `_mha_shape_check`: whether the input is batched (3-d) or not (2-d), with the masks' ranks. */
+function mhaShapeCheck(
+  query: t.Tensor,
+  key: t.Tensor,
+  value: t.Tensor,
+  keyPaddingMask: t.Tensor | null,
+  attnMask: t.Tensor | null,
+  numHeads: number,
+): boolean {
+  const rank = query.ndim;
+  if (rank !== 2 && rank !== 3) {
+    throw new RangeError(
+      `query should be unbatched 2D or batched 3D tensor but received ${rank}-D query tensor`,
+    );
+  }
+  const kind = rank === 3 ? 'batched (3-D)' : 'unbatched (2-D)';
+  if (key.ndim !== rank || value.ndim !== rank) {
+    throw new RangeError(
+      `For ${kind} \`query\`, expected \`key\` and \`value\` to be ${rank}-D but found ${key.ndim}-D and ${value.ndim}-D tensors respectively`,
+    );
+  }
+  if (keyPaddingMask !== null && keyPaddingMask.ndim !== rank - 1) {
+    throw new RangeError(
+      `For ${kind} \`query\`, expected \`key_padding_mask\` to be null or ${rank - 1}-D but found ${keyPaddingMask.ndim}-D tensor instead`,
+    );
+  }
+  if (attnMask !== null) {
+    if (attnMask.ndim !== 2 && attnMask.ndim !== 3) {
+      throw new RangeError(
+        `For ${kind} \`query\`, expected \`attn_mask\` to be null, 2-D or 3-D but found ${attnMask.ndim}-D tensor instead`,
+      );
+    }
+    if (rank === 2 && attnMask.ndim === 3) {
+      const want = [numHeads, query.shape[0], key.shape[0]];
+      if (!sameShape(attnMask.shape, want)) {
+        throw new RangeError(`Expected \`attn_mask\` shape to be [${want}] but got [${attnMask.shape}]`);
+      }
+    }
+  }
+  return rank === 3;
+}
