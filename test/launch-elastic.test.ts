@@ -4,7 +4,7 @@
 // namespaces; the network-loss case needs them). The workers (workers/elastic-steps.ts)
 // all-reduce each step and resume from the step rank 0 last recorded.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -33,6 +33,7 @@ class Job {
     private readonly flags: string[],
     private readonly workerArgs: string[],
     private readonly port: number,
+    private readonly script = 'elastic-steps.ts',
   ) {}
 
   private endpoint(): string {
@@ -51,9 +52,8 @@ class Job {
         'elastic-test',
         '--term-timeout',
         '2',
-        worker('elastic-steps.ts'),
-        '--dir',
-        this.dir,
+        worker(this.script),
+        ...(this.script === 'elastic-steps.ts' ? ['--dir', this.dir] : []),
         ...this.workerArgs,
       ],
       nodes ? { prefix: nodes.prefix(i) } : {},
@@ -243,5 +243,70 @@ test('a node cut off the network is found by its missing keep-alives; the others
     assert.notEqual(cut.code, 0, job.output());
   } finally {
     await job.cleanup();
+  }
+});
+
+test(`tsddp training under elastic tsrun: a lost node, and the survivor re-shards the epoch from the last checkpoint (${where})`, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tsddp-elastic-train-'));
+  const ckpt = join(dir, 'ckpt');
+  const jobFile = join(dir, 'job.json');
+  writeFileSync(
+    jobFile,
+    JSON.stringify({
+      model: 'tiny',
+      result: join(dir, 'result'),
+      config: {
+        dataset: 'shapes',
+        imageSize: 16,
+        trainSize: 96,
+        valSize: 8,
+        batchSize: 4,
+        epochs: 2,
+        lr: 0.05,
+        workers: 0,
+        evalEvery: 0,
+        checkpointDir: ckpt,
+        checkpointEvery: 1,
+      },
+    }),
+  );
+  const job = new Job(
+    ['--nnodes', '1:2', '--max-restarts', '2', ...FAST],
+    [jobFile],
+    await freePort(),
+    'train-worker.ts',
+  );
+  const steps = () => (existsSync(ckpt) ? readdirSync(ckpt).filter((d) => /^ckpt-\d+$/.test(d)) : []);
+  try {
+    job.start(0);
+    await new Promise((r) => setTimeout(r, 300));
+    job.start(1);
+    await job.launchers[0].waitFor(/round 0: node \d of 2/, 30_000);
+    const deadline = Date.now() + 60_000;
+    while (steps().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    job.launchers[1].kill();
+    const exit = await job.launchers[0].exit(120_000);
+    assert.equal(exit.code, 0, job.output());
+    // 2 ranks: 12 steps an epoch; alone: 24. The survivor continued the interrupted epoch.
+    const m =
+      /world size 2 -> 1: epoch 1 goes on at sample (\d+) of its order, re-sharded \((\d+) steps left in it\)/.exec(
+        job.output(),
+      );
+    assert.ok(m, job.output());
+    const [sample, left] = [Number(m[1]), Number(m[2])];
+    assert.equal(sample % 8, 0);
+    assert.equal(left, (96 - sample) / 4);
+    const res = JSON.parse(readFileSync(join(dir, 'result.rank0'), 'utf8')) as {
+      startStep: number;
+      steps: number;
+      worldSize: number;
+    };
+    assert.equal(res.worldSize, 1);
+    assert.equal(res.startStep, sample / 8);
+    assert.equal(res.steps, res.startStep + left + 24);
+    assert.ok(existsSync(join(ckpt, `ckpt-${String(res.steps).padStart(6, '0')}`)));
+  } finally {
+    await job.cleanup();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import * as t from '../src/index.ts';
 import { readJsonLines, type StepRecord } from '../src/metrics/index.ts';
@@ -198,14 +199,38 @@ test('2 DDP ranks = 1 process on the combined batch, also across a kill and resu
   }
 });
 
-test('resuming a 2-rank checkpoint with another world size is refused (RELIABILITY 17)', async () => {
+test('resuming a 2-rank checkpoint with another world size is refused, or re-sharded with --reshard (RELIABILITY 17)', async () => {
   const cfg = { ...shared('whole'), resume: 'auto' as const, workers: 0 };
   await assert.rejects(train(cfg, { model: MODELS.tiny, progress: false }), (e: Error) => {
     assert.equal(e.name, 'CheckpointError');
     assert.equal((e as t.CheckpointError).code, 'WORLD_SIZE_MISMATCH');
     assert.match(e.message, /cannot resume with world size 1: saved with world size 2/);
+    assert.match(e.message, /or pass --reshard/);
     return true;
   });
+  // Step 10 of the 2-rank run: epoch 3 of 3 (4 steps an epoch), 2 steps = 16 of its 32
+  // samples done. One rank takes the other 16: 4 steps of 4, so the run ends at 10 + 4.
+  const lines: string[] = [];
+  const out = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const res = await train(
+    {
+      ...shared('reshard'),
+      resume: join(tmp, 'whole', 'ckpt-000010'),
+      reshard: true,
+      workers: 0,
+    },
+    { model: MODELS.tiny, out },
+  );
+  assert.deepEqual([res.startStep, res.steps, res.worldSize], [10, 14, 1]);
+  assert.match(
+    lines.join('\n'),
+    /world size 2 -> 1: epoch 3 goes on at sample 16 of its order, re-sharded \(4 steps left in it\); global batch 8 -> 4; LR schedule as saved/,
+  );
 });
 
 test('distributed evaluation: 10 samples on 3 ranks are each counted once, as one process counts them', async () => {

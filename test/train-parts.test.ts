@@ -84,6 +84,7 @@ test('ResumableSampler.setEpoch(epoch, startIndex) starts the epoch part-way; Da
   const dataset = new data.Shapes({ split: 'train', size: 40, imageSize: 8 });
   const sampler = new ResumableSampler(
     new data.DistributedSampler(dataset, { numReplicas: 2, rank: 1, seed: 3 }),
+    dataset,
   );
   sampler.setEpoch(2);
   const whole = [...sampler];
@@ -91,6 +92,37 @@ test('ResumableSampler.setEpoch(epoch, startIndex) starts the epoch part-way; Da
   assert.deepEqual([...sampler], whole.slice(6));
   assert.equal(sampler.length, whole.length - 6);
   assert.throws(() => sampler.setEpoch(2, -1), /startIndex should be a non-negative integer/);
+
+  // setEpochFrom with the same world is setEpoch(epoch, offset / world).
+  sampler.setEpochFrom(2, 12);
+  assert.deepEqual([...sampler], whole.slice(6));
+  assert.throws(() => sampler.setEpochFrom(2, -3), /offset should be a non-negative integer/);
+
+  // Re-sharding (RELIABILITY 17, elastic): 2 ranks consume 3 batches of 4 each (24 samples);
+  // 3 ranks then share exactly the rest of the epoch (two padding samples, from the order’s
+  // head, as DistributedSampler pads): nothing lost, nothing repeated.
+  const orderOf = (replicas: number, rank: number) => {
+    const s = new ResumableSampler(
+      new data.DistributedSampler(dataset, { numReplicas: replicas, rank, seed: 3 }),
+      dataset,
+    );
+    s.setEpoch(2);
+    return s;
+  };
+  const old = [0, 1].map((r) => [...orderOf(2, r)].slice(0, 12));
+  const order = [...orderOf(1, 0)];
+  assert.deepEqual(old.flat().sort(), order.slice(0, 24).sort());
+  const next = [0, 1, 2].map((r) => {
+    const s = orderOf(3, r);
+    s.setEpochFrom(2, 24);
+    return [...s];
+  });
+  assert.deepEqual(
+    next.map((n) => n.length),
+    [6, 6, 6],
+  );
+  assert.deepEqual(next.flat().sort(), [...order.slice(24), order[0], order[1]].sort());
+  assert.equal(new Set([...old.flat(), ...next.flat()]).size, 40);
 
   // With a seed, the batches of epoch e depend on (seed, e) only, not on the epochs iterated before.
   const loader = () => new data.DataLoader(dataset, { batchSize: 8, shuffle: true, seed: 7 });

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Store } from '../distributed/store.ts';
+import { ELASTIC_ENV } from './elastic.ts';
 import { describeStall, HEARTBEAT_FILE_ENV, StallWatch } from './heartbeat.ts';
 import { glooHostnameFor } from './network.ts';
 import type { LaunchConfig } from './options.ts';
@@ -24,6 +25,8 @@ export interface Placement {
   worldSize: number;
   masterAddr: string;
   masterPort: number;
+  /** Elastic rounds: the world may differ from the last checkpoint's (ELASTIC_ENV). */
+  elastic?: boolean;
 }
 
 export type Outcome =
@@ -261,6 +264,7 @@ export class Agent {
         [LAUNCHER_PID_ENV]: String(process.pid),
         [HEARTBEAT_FILE_ENV]: this.heartbeatFile(attempt, rank),
       };
+      if (p.elastic) env[ELASTIC_ENV] = '1';
       Object.assign(env, this.hooks.workerEnv);
       if (cfg.ompNumThreads !== undefined) env.OMP_NUM_THREADS = String(cfg.ompNumThreads);
       // Workers write to pipes; tell them the console is a terminal, so that a progress

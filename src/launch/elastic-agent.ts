@@ -109,6 +109,7 @@ export async function runElastic(
         worldSize: r.worldSize,
         masterAddr: e.host,
         masterPort: store.port,
+        elastic: true,
       });
       let outcome: Outcome = await agent.monitor(r.round, async () => {
         const reason = await rdzv.changed(r);

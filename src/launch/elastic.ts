@@ -13,6 +13,9 @@
 import type { Store } from '../distributed/store.ts';
 import { RendezvousError } from './rendezvous.ts';
 
+/** Set for the workers of an elastic job: a resume may meet another world size (train/resume.ts). */
+export const ELASTIC_ENV = 'TSDDP_ELASTIC';
+
 export interface ElasticRendezvousConfig {
   runId: string;
   minNodes: number;

@@ -154,6 +154,10 @@ export const OPTIONS = {
     false,
     'delete the checkpoints and metrics an earlier run left in the same places, and start again',
   ),
+  reshard: boolOpt(
+    false,
+    'resume a checkpoint saved with another world size (elastic training): the epoch continues at the same sample, re-sharded over the new ranks',
+  ),
   seed: intOpt(0, 0, 'seed of the model init, sampler and augmentations'),
   metricsFile: strOpt('JSONL metrics of all ranks (rank files <file>.rank<N> meanwhile)', 'a file path'),
   dashboard: intOptional(

@@ -108,13 +108,29 @@ export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
 
 /**
  * A DistributedSampler that can start an epoch part-way (resume mid-epoch): setEpoch
- * takes the index in this rank's epoch order to start at.
+ * takes the index in this rank's epoch order to start at; setEpochFrom takes a position
+ * in the whole epoch's order, for a resume whose world size changed.
  */
 export class ResumableSampler implements data.Sampler {
   private start = 0;
-  constructor(readonly inner: data.DistributedSampler) {}
+  /** This rank's share of the rest of an epoch (setEpochFrom), or null. */
+  private resharded: number[] | null = null;
+  /** The same sampler as `inner` over one replica: the epoch's whole order. */
+  private readonly whole: data.DistributedSampler;
+
+  constructor(
+    readonly inner: data.DistributedSampler,
+    dataset: { length: number },
+  ) {
+    this.whole = new data.DistributedSampler(dataset, {
+      numReplicas: 1,
+      rank: 0,
+      shuffle: inner.shuffle,
+      seed: inner.seed,
+    });
+  }
   get length(): number {
-    return Math.max(0, this.inner.length - this.start);
+    return this.resharded?.length ?? Math.max(0, this.inner.length - this.start);
   }
   /** DistributedSampler.setEpoch, then skip the first `startIndex` indices of this rank's order. */
   setEpoch(epoch: number, startIndex = 0): void {
@@ -124,8 +140,32 @@ export class ResumableSampler implements data.Sampler {
       );
     this.inner.setEpoch(epoch);
     this.start = startIndex;
+    this.resharded = null;
+  }
+  /**
+   * Epoch `epoch` from sample `offset` of its whole order on, dealt round-robin to this
+   * world's ranks and padded from the order's head as DistributedSampler pads. The samples
+   * before `offset` are the ones the earlier world consumed (it deals the same way), so
+   * none is lost or repeated; with an unchanged world this equals setEpoch(epoch, offset / world).
+   */
+  setEpochFrom(epoch: number, offset: number): void {
+    if (!Number.isSafeInteger(offset) || offset < 0)
+      throw new RangeError(
+        `ResumableSampler.setEpochFrom(): offset should be a non-negative integer, got ${offset}`,
+      );
+    this.setEpoch(epoch);
+    this.whole.setEpoch(epoch);
+    const order = this.whole.indices();
+    const rest = order.slice(offset);
+    const world = this.inner.numReplicas;
+    for (let i = 0; rest.length % world !== 0; i++) rest.push(order[i % order.length]);
+    this.resharded = rest.filter((_, i) => i % world === this.inner.rank);
   }
   *[Symbol.iterator](): Iterator<number> {
+    if (this.resharded) {
+      yield* this.resharded;
+      return;
+    }
     let i = 0;
     for (const x of this.inner) if (i++ >= this.start) yield x;
   }
@@ -142,11 +182,17 @@ export interface Loaders {
 }
 
 /**
- * The training batches of epoch `epoch` from micro-batch `startBatch` on: the same
+ * The training batches of epoch `epoch` from a micro-batch of this rank, or from a sample of the
+ * whole epoch (a resharded resume), on: the same
  * shuffle and the same per-sample random streams as an uninterrupted run.
  */
-export function epochBatches(loaders: Loaders, epoch: number, startBatch: number): AsyncIterator<data.Batch> {
-  loaders.sampler.setEpoch(epoch, startBatch * loaders.batchSize);
+export function epochBatches(
+  loaders: Loaders,
+  epoch: number,
+  start: { batch: number } | { sample: number },
+): AsyncIterator<data.Batch> {
+  if ('sample' in start) loaders.sampler.setEpochFrom(epoch, start.sample);
+  else loaders.sampler.setEpoch(epoch, start.batch * loaders.batchSize);
   loaders.train.setEpoch(epoch);
   return loaders.train[Symbol.asyncIterator]();
 }
@@ -154,6 +200,7 @@ export function epochBatches(loaders: Loaders, epoch: number, startBatch: number
 export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, worldSize: number): Loaders {
   const sampler = new ResumableSampler(
     new data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, shuffle: true, seed: c.seed }),
+    setup.train,
   );
   const loading = {
     numWorkers: c.workers,

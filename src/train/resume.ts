@@ -12,6 +12,7 @@ import {
 } from '../checkpoint/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
+import { ELASTIC_ENV } from '../launch/elastic.ts';
 import type { TrainConfig } from './config.ts';
 import type { RunPlacement } from './process-group.ts';
 
@@ -24,11 +25,23 @@ export interface ResumePoint {
   step: number;
   /** Optimizer steps already done in `epoch`. */
   stepInEpoch: number;
+  /** Samples of `epoch`'s whole order already consumed (all ranks together). */
+  samplesInEpoch: number;
+  /** The world size the checkpoint was saved with. */
+  savedWorldSize: number;
 }
 
 /** What a checkpoint's `extra` holds besides the standard parts: the position in the epoch and the options that must not change. */
-export function resumeExtra(c: TrainConfig, stepInEpoch: number): Record<string, unknown> {
-  return { stepInEpoch, config: Object.fromEntries(RESUME_KEYS.map((k) => [k, c[k] ?? null])) };
+export function resumeExtra(
+  c: TrainConfig,
+  stepInEpoch: number,
+  samplesInEpoch: number,
+): Record<string, unknown> {
+  return {
+    stepInEpoch,
+    samplesInEpoch,
+    config: Object.fromEntries(RESUME_KEYS.map((k) => [k, c[k] ?? null])),
+  };
 }
 
 /** Which checkpoint to resume from, or null: decided on rank 0 and broadcast. */
@@ -65,23 +78,38 @@ export async function loadResume(
   worldSize: number,
 ): Promise<ResumePoint> {
   let loaded: Awaited<ReturnType<typeof loadCheckpoint>>;
+  // Under tsrun's elastic mode the world may change between rounds.
+  const reshard = c.reshard || process.env[ELASTIC_ENV] === '1';
   try {
-    loaded = await loadCheckpoint(dir, parts, { worldSize });
+    loaded = await loadCheckpoint(dir, parts, { worldSize, allowWorldSizeChange: reshard });
   } catch (e) {
     if (e instanceof CheckpointError && e.code === 'WORLD_SIZE_MISMATCH') {
       throw new CheckpointError(
         'WORLD_SIZE_MISMATCH',
         dir,
         `cannot resume with world size ${worldSize}: ${e.message.slice(dir.length + 2).split(';')[0]}. ` +
-          'Resume with the same number of workers: the data order and the global batch depend on it',
+          'Resume with the same number of workers (the data order and the global batch depend on it), ' +
+          'or pass --reshard to continue the epoch re-sharded over the new world',
         { cause: e },
       );
     }
     throw e;
   }
-  const extra = loaded.extra as { stepInEpoch?: number; config?: Record<string, unknown> } | null;
+  const extra = loaded.extra as {
+    stepInEpoch?: number;
+    samplesInEpoch?: number;
+    config?: Record<string, unknown>;
+  } | null;
   checkUnchanged(extra?.config, c, dir);
-  return { epoch: loaded.epoch, step: loaded.step, stepInEpoch: extra?.stepInEpoch ?? 0 };
+  const stepInEpoch = extra?.stepInEpoch ?? 0;
+  return {
+    epoch: loaded.epoch,
+    step: loaded.step,
+    stepInEpoch,
+    // Checkpoints from before samplesInEpoch was recorded had a constant world.
+    samplesInEpoch: extra?.samplesInEpoch ?? stepInEpoch * c.batchSize * c.gradAccum * loaded.savedWorldSize,
+    savedWorldSize: loaded.savedWorldSize,
+  };
 }
 
 function checkUnchanged(saved: Record<string, unknown> | undefined, c: TrainConfig, dir: string): void {

@@ -24,7 +24,7 @@ import { type DataSetup, epochBatches, type Loaders, prepareImages, seedBatchGen
 import { type EvalResult, evaluate } from './evaluate.ts';
 import type { RunPlacement } from './process-group.ts';
 import { Progress } from './progress.ts';
-import { resumeExtra } from './resume.ts';
+import { type ResumePoint, resumeExtra } from './resume.ts';
 import { type Placement, type RunParts, setupRun } from './setup.ts';
 import { type PendingRecord, StepMeter } from './step-meter.ts';
 import type { StepInfo, TrainHooks, TrainResult } from './types.ts';
@@ -73,6 +73,10 @@ export class Trainer {
   step = 0;
   /** Optimizer steps done in `epoch`. */
   stepInEpoch = 0;
+  /** Samples of this epoch's whole order consumed so far, all ranks together. */
+  private samplesInEpoch = 0;
+  /** Where the first epoch starts in its whole order, when a resume re-shards it. */
+  private reshardAt: number | null = null;
   readonly startStep: number;
   readonly stepsPerEpoch: number;
   /** The step the run stops at (--max-steps or the end of the last epoch). */
@@ -113,8 +117,7 @@ export class Trainer {
     this.worldSize = parts.pg.worldSize;
     const c = parts.config;
     this.stepsPerEpoch = Math.floor(parts.loaders.batchesPerEpoch / c.gradAccum);
-    const totalSteps = c.epochs * this.stepsPerEpoch;
-    this.endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
+    let totalSteps = c.epochs * this.stepsPerEpoch;
     this.meter = new StepMeter(c.logEvery);
     this.progress = new Progress({ out: parts.hooks.out, logEvery: c.logEvery });
     const { resume } = parts;
@@ -126,10 +129,36 @@ export class Trainer {
       this.epoch = resume.epoch;
       this.step = resume.step;
       this.stepInEpoch = resume.stepInEpoch;
+      this.samplesInEpoch = resume.samplesInEpoch;
       const { epoch, step, dir } = resume;
       this.metrics.write({ type: 'resume', rank: this.rank, step, epoch, checkpoint: dir, time: Date.now() });
       this.log(`resumed from ${dir} (epoch ${epoch + 1}, step ${step})`);
+      if (resume.savedWorldSize !== this.worldSize) totalSteps = this.reshard(resume);
     }
+    this.endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
+  }
+
+  /**
+   * A resume with another world size (--reshard, or tsrun's elastic mode): the epoch goes
+   * on at the same sample of its order, dealt to the new ranks; each rank keeps its batch
+   * size, so the global batch changes with the world; the optimizer and the LR schedule go
+   * on as saved (step by step). Returns the run's new total of steps.
+   */
+  private reshard(resume: ResumePoint): number {
+    const c = this.config;
+    const { sampler } = this.loaders;
+    sampler.setEpochFrom(resume.epoch, resume.samplesInEpoch);
+    const stepsLeft = Math.floor(Math.floor(sampler.length / c.batchSize) / c.gradAccum);
+    // The loop counts steps up to stepsPerEpoch: start it where this many are left.
+    this.stepInEpoch = this.stepsPerEpoch - stepsLeft;
+    this.reshardAt = resume.samplesInEpoch;
+    const perStep = c.batchSize * c.gradAccum;
+    this.log(
+      `world size ${resume.savedWorldSize} -> ${this.worldSize}: epoch ${resume.epoch + 1} goes on at sample ` +
+        `${resume.samplesInEpoch} of its order, re-sharded (${stepsLeft} steps left in it); global batch ` +
+        `${perStep * resume.savedWorldSize} -> ${perStep * this.worldSize}; LR schedule as saved`,
+    );
+    return resume.step + stepsLeft + (c.epochs - resume.epoch - 1) * this.stepsPerEpoch;
   }
 
   /**
@@ -147,7 +176,10 @@ export class Trainer {
     try {
       this.announce();
       while (this.step < this.endStep) {
-        const batches = epochBatches(this.loaders, this.epoch, this.stepInEpoch * c.gradAccum);
+        const start =
+          this.reshardAt === null ? { batch: this.stepInEpoch * c.gradAccum } : { sample: this.reshardAt };
+        this.reshardAt = null;
+        const batches = epochBatches(this.loaders, this.epoch, start);
         try {
           while (this.stepInEpoch < this.stepsPerEpoch && this.step < this.endStep) {
             await this.trainStep(batches);
@@ -160,6 +192,7 @@ export class Trainer {
         if (epochDone) {
           this.epoch++;
           this.stepInEpoch = 0;
+          this.samplesInEpoch = 0;
         }
         const evalDue = (epochDone && this.epoch % c.evalEvery === 0) || this.step === this.endStep;
         if (c.evalEvery > 0 && evalDue) await this.evaluate();
@@ -218,6 +251,7 @@ export class Trainer {
     const stepMs = now() - started;
     const images = c.batchSize * c.gradAccum;
     this.imagesDone += images * this.worldSize;
+    this.samplesInEpoch += images * this.worldSize;
     this.loopSecs += stepMs / 1000;
     this.meter.endStep(this.stepRecord(lr, images, { ...times, optimizerMs, stepMs }), c.gradAccum, images);
   }
@@ -345,7 +379,7 @@ export class Trainer {
           step: this.step,
           samplerEpoch: epoch,
           worldSize: this.worldSize,
-          extra: resumeExtra(c, atEnd ? 0 : this.stepInEpoch),
+          extra: resumeExtra(c, atEnd ? 0 : this.stepInEpoch, atEnd ? 0 : this.samplesInEpoch),
         },
         { keepLast: c.checkpointKeep },
       );
