@@ -25,3 +25,17 @@ export {
   resnet101,
   resnet152,
 } from './resnet.ts';
+export {
+  Encoder,
+  EncoderBlock,
+  MLPBlock,
+  VisionTransformer,
+  type VisionTransformerConfig,
+  type ViTOptions,
+  vitB16,
+  vitB32,
+  vitH14,
+  vitL16,
+  vitL32,
+  vitTiny,
+} from './vit.ts';
