@@ -1,0 +1,275 @@
+// nanoGPT's train.py in TypeScript: a byte-level GPT (vocab 256, so no tokenizer) trained
+// on any text file, data-parallel over as many processes as the launcher starts.
+//
+//   node --import tsx examples/train_gpt.ts --data input.txt                 # one process
+//   npx tsrun --nproc-per-node 2 examples/train_gpt.ts --data input.txt      # DDP, 2 processes
+//   npx tsrun --nproc-per-node 2 examples/train_gpt.ts --data test/fixtures/text/tiny.txt \
+//     --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --max-iters 200    # a one-minute run
+//
+// Run it again with the same --out-dir and it resumes from the newest checkpoint.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import * as t from '../src/index.ts';
+
+const args = new Command('train_gpt')
+  .requiredOption('--data <file>', 'a text file; its bytes are the tokens')
+  .option('--block-size <n>', 'context length in bytes', Number, 64)
+  .option('--n-layer <n>', 'transformer blocks', Number, 4)
+  .option('--n-head <n>', 'attention heads', Number, 4)
+  .option('--n-embd <n>', 'width', Number, 128)
+  .option('--dropout <p>', 'dropout probability', Number, 0)
+  .option('--batch-size <n>', 'sequences per process per micro-step', Number, 16)
+  .option('--grad-accum <n>', 'micro-steps per optimizer step', Number, 1)
+  .option('--max-iters <n>', 'optimizer steps in all (a resumed run counts the saved ones)', Number, 2000)
+  .option('--lr <x>', 'peak learning rate', Number, 1e-3)
+  .option('--min-lr <x>', 'learning rate at the end of the cosine decay', Number, 1e-4)
+  .option('--warmup-iters <n>', 'linear warmup steps', Number, 100)
+  .option('--weight-decay <x>', 'AdamW weight decay of the matrices', Number, 0.1)
+  .option('--grad-clip <x>', 'clip the gradient norm to this (0: off)', Number, 1)
+  .option('--eval-interval <n>', 'evaluate and checkpoint every n steps', Number, 250)
+  .option('--eval-iters <n>', 'batches per split per process in an evaluation', Number, 20)
+  .option('--log-interval <n>', 'print the training loss every n steps', Number, 10)
+  .option('--out-dir <dir>', 'where rank 0 writes checkpoints', 'out-gpt')
+  .option('--resume <mode>', "'auto' (the newest checkpoint in --out-dir, if any) or 'never'", 'auto')
+  .option('--seed <n>', 'seeds the model and every random stream', Number, 1337)
+  .option('--sample-tokens <n>', 'bytes rank 0 generates at the end (0: none)', Number, 300)
+  .option('--temperature <x>', 'sampling temperature', Number, 0.8)
+  .option('--top-k <n>', 'sample among the k likeliest bytes', Number, 40)
+  .parse()
+  .opts<{
+    data: string;
+    blockSize: number;
+    nLayer: number;
+    nHead: number;
+    nEmbd: number;
+    dropout: number;
+    batchSize: number;
+    gradAccum: number;
+    maxIters: number;
+    lr: number;
+    minLr: number;
+    warmupIters: number;
+    weightDecay: number;
+    gradClip: number;
+    evalInterval: number;
+    evalIters: number;
+    logInterval: number;
+    outDir: string;
+    resume: string;
+    seed: number;
+    sampleTokens: number;
+    temperature: number;
+    topK: number;
+  }>();
+
+// 1. DDP when a launcher (tsrun, torchrun) set RANK, a plain process otherwise: nanoGPT's test.
+const distributed = process.env.RANK !== undefined;
+if (distributed) t.distributed.initProcessGroup({ backend: 'auto' });
+const rank = distributed ? t.distributed.getRank() : 0;
+const worldSize = distributed ? t.distributed.getWorldSize() : 1;
+const master = rank === 0; // logs, checkpoints and samples
+const log = (line: string): void => {
+  if (master) console.log(line);
+};
+const device = t.cuda.isAvailable() ? `cuda:${process.env.LOCAL_RANK ?? 0}` : 'cpu';
+
+/** One seed per named random stream: independent streams, each reproducible from --seed. */
+const streamSeed = (...parts: (string | number)[]): bigint =>
+  BigInt(`0x${createHash('sha256').update(parts.join('/')).digest('hex').slice(0, 15)}`);
+
+// 2. Resume: the newest complete checkpoint holds the model's shape, so a resumed run
+// takes it from there rather than from the flags (as nanoGPT does). This first read only
+// peeks at the record; the weights are loaded below, into the model built from it.
+let config: t.models.GPTConfig = {
+  vocabSize: 256,
+  blockSize: args.blockSize,
+  nLayer: args.nLayer,
+  nHead: args.nHead,
+  nEmbd: args.nEmbd,
+  dropout: args.dropout,
+  bias: false,
+};
+if (args.resume !== 'auto' && args.resume !== 'never')
+  throw new TypeError(`--resume must be 'auto' or 'never', got '${args.resume}'`);
+const resumeFrom = args.resume === 'auto' ? await t.latestCheckpoint(args.outDir) : null;
+// The replicas are identical and the batches are drawn afresh, so any world size may resume.
+const loadOpts = { allowWorldSizeChange: true };
+if (resumeFrom !== null) {
+  const peek = await t.loadCheckpoint(resumeFrom, { rng: false }, loadOpts);
+  config = (peek.extra as { config: t.models.GPTConfig }).config;
+}
+
+// 3. Data: the file's bytes are the tokens; the first 90% train, the last 10% validate.
+const bytes = readFileSync(args.data);
+const nTrain = Math.floor(bytes.length * 0.9);
+const splits = {
+  train: t.fromBytes(new Uint8Array(bytes.subarray(0, nTrain)), [nTrain], 'uint8'),
+  val: t.fromBytes(new Uint8Array(bytes.subarray(nTrain)), [bytes.length - nTrain], 'uint8'),
+};
+for (const [name, data] of Object.entries(splits)) {
+  if (data.shape[0] <= config.blockSize + 1)
+    throw new RangeError(`${args.data}: the ${name} split has ${data.shape[0]} bytes, need > block size + 1`);
+}
+const offsets = t.arange(config.blockSize).unsqueeze(0); // [1, T]
+
+/** batchSize random windows: inputs x [B, T] and the next bytes y [B, T], as int64. */
+function getBatch(data: t.Tensor, gen: t.Generator): [t.Tensor, t.Tensor] {
+  const start = t.randint(data.shape[0] - config.blockSize, [args.batchSize, 1], { generator: gen });
+  const ix = start.add(offsets);
+  return [t.take(data, ix).to('int64').to(device), t.take(data, ix.add(1)).to('int64').to(device)];
+}
+
+// 4. Model and optimizer. The same seed on every rank gives the same initial weights
+// (DDP would broadcast rank 0's anyway); AdamW decays the matrices only.
+t.manualSeed(args.seed);
+const model = t.models.gpt(config);
+model.to(device);
+const optimizer = model.configureOptimizers({
+  weightDecay: args.weightDecay,
+  learningRate: args.lr,
+  betas: [0.9, 0.99], // nanoGPT's choice for small batches: a shorter memory of gradient scale
+});
+// Checkpoints are safetensors, which refuse two names for one tensor: the tied weight is
+// saved once, as transformer.wte.weight, and loaded back under both of its names.
+const TIED = 'lm_head.weight';
+const modelState: t.Stateful = {
+  stateDict: () => Object.fromEntries(Object.entries(model.stateDict()).filter(([k]) => k !== TIED)),
+  loadStateDict: (sd: Record<string, t.Tensor>, opts) =>
+    model.loadStateDict({ ...sd, [TIED]: sd['transformer.wte.weight'] }, opts),
+};
+
+let startIter = 0;
+if (resumeFrom !== null) {
+  const ck = await t.loadCheckpoint(resumeFrom, { model: modelState, optimizer, rng: false }, loadOpts);
+  startIter = ck.step;
+  log(`resuming from ${resumeFrom} at iter ${startIter}`);
+}
+const ddp = distributed ? new t.DistributedDataParallel(model) : null;
+const net = ddp ?? model; // what training calls: DDP all-reduces the gradients in backward
+
+// Every rank draws its own batches, and dropout masks, from its own stream. A resumed
+// run starts new streams rather than replaying the batches of iter 0 onwards.
+const trainGen = new t.Generator().manualSeed(streamSeed(args.seed, 'train', rank, startIter));
+t.manualSeed(streamSeed(args.seed, 'dropout', rank, startIter));
+
+/** nanoGPT's get_lr: linear warmup, then cosine decay to minLr at maxIters. */
+function getLr(it: number): number {
+  if (it < args.warmupIters) return (args.lr * (it + 1)) / (args.warmupIters + 1);
+  if (it >= args.maxIters) return args.minLr;
+  const ratio = (it - args.warmupIters) / (args.maxIters - args.warmupIters);
+  return args.minLr + 0.5 * (1 + Math.cos(Math.PI * ratio)) * (args.lr - args.minLr);
+}
+
+/**
+ * Mean loss over evalIters batches per split and process, averaged over the ranks. Each
+ * evaluation draws the same batches (a fixed stream), so successive results differ by
+ * training only, not by sampling noise.
+ */
+async function estimateLoss(): Promise<{ train: number; val: number }> {
+  model.eval(); // no dropout; the raw model: no gradients, so nothing for DDP to do
+  const means = t.noGrad(() =>
+    (['train', 'val'] as const).map((split) => {
+      const gen = new t.Generator().manualSeed(streamSeed(args.seed, 'eval', split, rank));
+      let sum = 0;
+      for (let k = 0; k < args.evalIters; k++) {
+        using _ = t.scope();
+        sum += model.forward(...getBatch(splits[split], gen)).loss!.item();
+      }
+      return sum / args.evalIters;
+    }),
+  );
+  model.train();
+  using _ = t.scope();
+  const both = t.tensor(means, { dtype: 'float64' });
+  if (distributed) await t.distributed.allReduce(both, 'sum');
+  const [train, val] = both.div(worldSize).tolist() as number[];
+  return { train, val };
+}
+
+async function saveCheckpoint(iter: number, valLoss: number): Promise<void> {
+  if (master) {
+    const extra = { config, valLoss, args };
+    const saved = await t.saveCheckpoint(
+      args.outDir,
+      { model: modelState, optimizer, epoch: 0, step: iter, rng: false, extra }, // no epochs: batches are random
+      { keepLast: 2 },
+    );
+    log(`saved ${saved.dir}`);
+  }
+  if (distributed) await t.distributed.barrier(); // nobody runs ahead of a checkpoint in progress
+}
+
+log(
+  `gpt: ${config.nLayer} layers, ${config.nHead} heads, width ${config.nEmbd}, block ${config.blockSize}, ` +
+    `${(model.numParameters() / 1e6).toFixed(2)}M parameters; ${args.data}: ${nTrain} train / ` +
+    `${bytes.length - nTrain} val bytes; ${worldSize} process(es) x ${args.batchSize} x ${args.gradAccum} ` +
+    `micro-steps x ${config.blockSize} = ${worldSize * args.batchSize * args.gradAccum * config.blockSize} tokens/iter`,
+);
+
+// 5. Training. An evaluation (and checkpoint) every evalInterval steps and at the end.
+let windowStart = performance.now();
+for (let iter = startIter; ; iter++) {
+  if (iter % args.evalInterval === 0 || iter === args.maxIters) {
+    const { train, val } = await estimateLoss();
+    log(`step ${iter}: train loss ${train.toFixed(4)}, val loss ${val.toFixed(4)}`);
+    if (iter > startIter) await saveCheckpoint(iter, val);
+    windowStart = performance.now(); // evaluation time is not training time
+  }
+  if (iter >= args.maxIters) break;
+
+  // The learning rate is a function of the step alone, so a resume needs only the step.
+  const lr = getLr(iter);
+  for (const group of optimizer.paramGroups) group.lr = lr;
+
+  // Gradient accumulation: the gradients of gradAccum micro-batches add up locally, and
+  // only the last backward all-reduces them (noSync skips the all-reduce before it).
+  let lossSum = 0;
+  for (let micro = 0; micro < args.gradAccum; micro++) {
+    using _ = t.scope(); // frees this micro-step's tensors
+    const [x, y] = getBatch(splits.train, trainGen);
+    const step = () => {
+      const loss = net.forward(x, y).loss!;
+      loss.div(args.gradAccum).backward(); // the mean over micro-batches, as one big batch
+      return loss.item();
+    };
+    lossSum += ddp !== null && micro < args.gradAccum - 1 ? ddp.noSync(step) : step();
+  }
+  {
+    using _ = t.scope();
+    if (args.gradClip > 0) t.optim.clipGradNorm_(model.parameters(), args.gradClip);
+    optimizer.step();
+    optimizer.zeroGrad();
+  }
+
+  if ((iter + 1) % args.logInterval === 0) {
+    const ms = (performance.now() - windowStart) / args.logInterval;
+    // This rank's training loss: an all-reduce per log line would cost every step a sync.
+    log(
+      `iter ${iter + 1}: loss ${(lossSum / args.gradAccum).toFixed(4)}, lr ${lr.toExponential(2)}, ${ms.toFixed(1)} ms/iter`,
+    );
+    windowStart = performance.now();
+  }
+}
+
+// 6. DDP keeps the replicas identical: every rank prints a fingerprint of its weights.
+const digest = createHash('sha256');
+for (const p of Object.values(model.stateDict())) digest.update(p.to('cpu').toBytes());
+console.log(`parameters sha256 ${digest.digest('hex').slice(0, 16)} (rank ${rank} of ${worldSize})`);
+ddp?.destroy();
+if (distributed) t.distributed.destroyProcessGroup();
+
+// 7. A sample from the trained model, starting from a newline (nanoGPT's sample.py).
+if (master && args.sampleTokens > 0) {
+  model.eval();
+  using _ = t.scope();
+  const start = t.tensor([[10]], { dtype: 'int64', device });
+  const out = model.generate(start, args.sampleTokens, {
+    temperature: args.temperature,
+    topK: args.topK,
+    generator: new t.Generator().manualSeed(streamSeed(args.seed, 'sample')),
+  });
+  const text = Buffer.from(out.view([-1]).to('uint8').to('cpu').toBytes()).toString('utf8');
+  console.log(`sample (${args.sampleTokens} bytes, temperature ${args.temperature}, top-k ${args.topK}):`);
+  console.log(text);
+}
