@@ -2,14 +2,18 @@
 // torch.distributed 2.13, so a world may mix PyTorch and tsddp ranks, and tsddp workers run
 // under the real torchrun (TORCHELASTIC_USE_AGENT_STORE: the agent hosts the store).
 // Each rank runs test/workers/interop_rank.py or interop-rank.mts — the same collectives,
-// then 3 DDP SGD steps — and prints its results; a mixed world must give, rank by rank,
-// exactly what an all-PyTorch world gives. Needs a Python with torch (setup's .venv);
-// skipped, with the reason, without one.
+// then 3 DDP SGD steps of ResNet-18 (torchvision's module tree and state-dict keys, base
+// width 16, 10 classes, batch 4 of 32x32 images per rank, 1/4 MiB buckets, BatchNorm
+// buffers broadcast from rank 0 before every forward) from one initial state dict that
+// PyTorch wrote as safetensors — and prints its results: the collectives' values, each
+// step's loss and the sha256 of every parameter and buffer. A mixed world must give, rank
+// by rank, bit for bit what an all-PyTorch world gives. Needs a Python with torch (setup's .venv); skipped, with
+// the reason, without one.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { freePort } from '../src/benchmark/gang.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
 import { type CommandRun, runCommand } from './helpers/run.ts';
@@ -21,12 +25,23 @@ const TS_RANK = join(REPO_ROOT, 'test/workers/interop-rank.mts');
 const TSX = ['--import', 'tsx'];
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-interop-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
+// ResNet-18's initial state (seed 0), written by PyTorch; every rank of every world loads it.
+const INIT = join(tmp, 'resnet18-init.safetensors');
+before(async () => {
+  if (torch === null) return;
+  const r = await run(torch.python, [PY_RANK, '--write-init', INIT], {});
+  assert.equal(r.code, 0, r.out);
+});
 
 type Side = 'pytorch' | 'tsddp';
 interface RankResult {
   rank: number;
   side: Side;
-  params: number[][];
+  losses: number[];
+  /** [name, sha256 of the raw float32 data] of every parameter after training. */
+  params: [string, string][];
+  /** The same for every buffer (BatchNorm's running statistics and batch counts). */
+  buffers: [string, string][];
   [collective: string]: unknown;
 }
 
@@ -56,8 +71,8 @@ async function world(sides: [Side, Side]): Promise<RankResult[]> {
         LOCAL_RANK: String(rank),
       };
       return side === 'pytorch'
-        ? run((torch as { python: string }).python, [PY_RANK], env)
-        : run(process.execPath, [...TSX, TS_RANK], env);
+        ? run((torch as { python: string }).python, [PY_RANK, INIT], env)
+        : run(process.execPath, [...TSX, TS_RANK, INIT], env);
     }),
   );
   for (const [rank, r] of runs.entries()) assert.equal(r.code, 0, `rank ${rank} (${sides[rank]}):\n${r.out}`);
@@ -75,7 +90,11 @@ async function allPyTorch(): Promise<RankResult[]> {
   return reference;
 }
 
-/** Rank by rank, every collective's result and the trained parameters equal the all-PyTorch world's. */
+/**
+ * Rank by rank, every collective's result, loss, trained parameter and buffer equals the
+ * all-PyTorch world's. The parameters are also the same on both ranks; the buffers are not
+ * (each rank's last forward updates rank 0's broadcast statistics with its own batch).
+ */
 function assertSameAsPyTorch(got: RankResult[], ref: RankResult[]): void {
   for (const r of [0, 1]) {
     const { side: _a, ...mine } = got[r];
@@ -137,7 +156,7 @@ for (const [mode, flags] of RENDEZVOUS) {
       (torch as { python: string }).python,
       [
         ...['-m', 'torch.distributed.run', ...(await flags()), '--nproc-per-node', '2', '--no-python'],
-        ...[process.execPath, ...TSX, TS_RANK],
+        ...[process.execPath, ...TSX, TS_RANK, INIT],
       ],
       {},
     );

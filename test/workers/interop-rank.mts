@@ -1,6 +1,12 @@
 // One tsddp rank of a world that mixes PyTorch and tsddp ranks (test/interop-torch.test.ts;
 // the PyTorch side is interop_rank.py and does exactly the same). env:// rendezvous, Gloo.
-// Prints one JSON line: each collective's result and the parameters after 3 DDP SGD steps.
+//
+//   interop-rank.mts INIT.safetensors   (written by interop_rank.py --write-init)
+//
+// Prints one JSON line: each collective's result, the loss of each of 3 DDP SGD steps of
+// ResNet-18 (base width 16, 10 classes, batch 4 of 32x32 images, 1/4 MiB buckets) started
+// from INIT, and the sha256 of every parameter and buffer after them.
+import { createHash } from 'node:crypto';
 import * as t from '../../src/index.ts';
 
 const d = t.distributed;
@@ -30,22 +36,35 @@ await d.reduceScatter(
 out.reduce_scatter = list(rs);
 await d.barrier();
 
-t.manualSeed(0);
-const { nn } = t;
-const model = new nn.Sequential(new nn.Linear(4, 8), new nn.ReLU(), new nn.Linear(8, 3));
-const ddp = new d.DistributedDataParallel(model, { bucketCapMb: 0.0001 });
-const opt = new t.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 });
+const model = t.models.resnet18({ numClasses: 10, widthMultiplier: 0.25 });
+model.loadStateDict(await t.safetensors.loadFile(process.argv[2]));
+// DDP broadcasts rank 0's parameters and buffers here, and the buffers (BatchNorm's running
+// statistics) again before every forward (broadcastBuffers, default true).
+const ddp = new d.DistributedDataParallel(model, { bucketCapMb: 0.25 });
+const opt = new t.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, weightDecay: 1e-4 });
 const data = t
-  .arange(32, { dtype: 'float32' })
-  .reshape([8, 4])
-  .mul(0.01 * (r + 1));
-const target = t.arange(8).remainder(3);
+  .arange(4 * 3 * 32 * 32, { dtype: 'float32' })
+  .remainder(251)
+  .mul(0.004)
+  .sub(0.5)
+  .mul(r + 1)
+  .reshape([4, 3, 32, 32]);
+const target = t.arange(4).mul(3).add(r).remainder(10);
+const losses: number[] = [];
 for (let i = 0; i < 3; i++) {
   opt.zeroGrad();
-  t.crossEntropy(ddp.forward(data), target).backward();
+  const loss = t.crossEntropy(ddp.forward(data), target);
+  loss.backward();
   opt.step();
+  losses.push(loss.item());
 }
-out.params = model.parameters().map((p) => list(p.detach().flatten()));
+out.losses = losses;
+const sha = ([k, v]: [string, t.Tensor]) => [
+  k,
+  createHash('sha256').update(v.contiguous().toBytes()).digest('hex'),
+];
+out.params = model.namedParameters().map(sha);
+out.buffers = model.namedBuffers().map(sha);
 console.log(JSON.stringify({ rank: r, side: 'tsddp', ...out }));
 ddp.destroy();
 d.destroyProcessGroup();
