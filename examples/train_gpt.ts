@@ -130,18 +130,10 @@ const optimizer = model.configureOptimizers({
   learningRate: args.lr,
   betas: [0.9, 0.99], // nanoGPT's choice for small batches: a shorter memory of gradient scale
 });
-// Checkpoints are safetensors, which refuse two names for one tensor: the tied weight is
-// saved once, as transformer.wte.weight, and loaded back under both of its names.
-const TIED = 'lm_head.weight';
-const modelState: t.Stateful = {
-  stateDict: () => Object.fromEntries(Object.entries(model.stateDict()).filter(([k]) => k !== TIED)),
-  loadStateDict: (sd: Record<string, t.Tensor>, opts) =>
-    model.loadStateDict({ ...sd, [TIED]: sd['transformer.wte.weight'] }, opts),
-};
 
 let startIter = 0;
 if (resumeFrom !== null) {
-  const ck = await t.loadCheckpoint(resumeFrom, { model: modelState, optimizer, rng: false }, loadOpts);
+  const ck = await t.loadCheckpoint(resumeFrom, { model, optimizer, rng: false }, loadOpts);
   startIter = ck.step;
   log(`resuming from ${resumeFrom} at iter ${startIter}`);
 }
@@ -192,7 +184,7 @@ async function saveCheckpoint(iter: number, valLoss: number): Promise<void> {
     const extra = { config, valLoss, args };
     const saved = await t.saveCheckpoint(
       args.outDir,
-      { model: modelState, optimizer, epoch: 0, step: iter, rng: false, extra }, // no epochs: batches are random
+      { model, optimizer, epoch: 0, step: iter, rng: false, extra }, // no epochs: batches are random
       { keepLast: 2 },
     );
     log(`saved ${saved.dir}`);

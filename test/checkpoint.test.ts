@@ -774,3 +774,40 @@ describe('SIGKILL during a checkpoint write (RELIABILITY 8)', () => {
     }
   });
 });
+
+test('tied weights (GPT lm_head = wte) are written once and load back tied; a record naming a missing weight is CORRUPT', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'tsddp-ckpt-tied-'));
+  try {
+    const cfg = { vocabSize: 16, blockSize: 4, nLayer: 1, nHead: 2, nEmbd: 8, dropout: 0, bias: true };
+    t.manualSeed(1);
+    const a = t.models.gpt(cfg);
+    const { dir } = await saveCheckpoint(root, { model: a, epoch: 0, step: 1, worldSize: 1 });
+    const stored = await safetensors.loadFile(join(dir, 'model.safetensors'));
+    assert.ok(!('lm_head.weight' in stored) && 'transformer.wte.weight' in stored);
+    const record = JSON.parse(readFileSync(join(dir, 'trainer.json'), 'utf8'));
+    assert.deepEqual(record.tied, { 'lm_head.weight': 'transformer.wte.weight' });
+    t.manualSeed(2);
+    const b = t.models.gpt(cfg);
+    await loadCheckpoint(dir, { model: b }, { worldSize: 1 });
+    for (const [k, v] of Object.entries(a.stateDict())) assert.ok(t.equal(v, b.stateDict()[k]), k);
+    assert.equal(b.lm_head.weight, b.transformer.wte.weight, 'still one tensor');
+    // A record (rewritten with a matching manifest digest) naming a weight the file does
+    // not have is refused.
+    record.tied = { 'lm_head.weight': 'nope' };
+    const bytes = `${JSON.stringify(record, null, 1)}\n`;
+    writeFileSync(join(dir, 'trainer.json'), bytes);
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+    manifest.files['trainer.json'] = {
+      size: Buffer.byteLength(bytes),
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    };
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    await assert.rejects(loadCheckpoint(dir, { model: b }, { worldSize: 1 }), (e: Error) => {
+      assert.equal((e as CheckpointError).code, 'CORRUPT');
+      assert.match(e.message, /tied weight 'lm_head.weight' names 'nope'/);
+      return true;
+    });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -34,6 +34,11 @@ export interface TrainerRecord {
   /** Encoded state dicts; a part is present only if it was saved. */
   parts: Partial<Record<Part, EncodedState>>;
   extra: EncodedState;
+  /**
+   * Tied model weights written once: alias -> the name it is stored under (as
+   * safetensors.torch.save_model dedupes them). Absent when nothing is tied.
+   */
+  tied?: Record<string, string>;
 }
 
 const DIR_NAME = /^ckpt-(\d+)$/;
@@ -84,5 +89,11 @@ export function parseTrainerRecord(bytes: Uint8Array, path: string): TrainerReco
     if (!(PARTS as readonly string[]).includes(k)) bad(`has an unknown part '${k}'`);
   }
   if (!('extra' in r)) bad('has no extra field');
+  const tied = r.tied as Record<string, unknown> | undefined;
+  if (
+    tied !== undefined &&
+    (tied === null || typeof tied !== 'object' || Object.values(tied).some((v) => typeof v !== 'string'))
+  )
+    bad('has an invalid tied-weights record');
   return r as unknown as TrainerRecord;
 }

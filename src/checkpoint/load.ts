@@ -174,6 +174,18 @@ export async function loadCheckpoint(
   // (modules copy them); the rest are kept, as optimizers may adopt their state tensors.
   return t.tidy(() => {
     const model = targets.model === undefined ? null : parseTensors(dir, MODEL_FILE, need(MODEL_FILE));
+    // Tied weights were written once: every alias gets the stored tensor back.
+    if (model !== null) {
+      for (const [alias, name] of Object.entries(record.tied ?? {})) {
+        if (!Object.hasOwn(model, name))
+          throw new CheckpointError(
+            'CORRUPT',
+            dir,
+            `tied weight '${alias}' names '${name}', which is not in ${MODEL_FILE}`,
+          );
+        model[alias] = model[name];
+      }
+    }
     const decoded: Partial<Record<Part, unknown>> = {};
     let extra: unknown = null;
     let adopted: t.Tensor[] = [];

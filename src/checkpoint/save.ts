@@ -26,6 +26,7 @@ import {
   writeManifest,
 } from './manifest.ts';
 import { saveFile } from './safetensors.ts';
+import { tiedNames } from './shared-memory.ts';
 import { encodeState } from './state-codec.ts';
 import { envWorldSize, type Stateful } from './stateful.ts';
 
@@ -70,14 +71,18 @@ function checkCount(v: unknown, what: string, min = 0): number {
   return v;
 }
 
-function modelTensors(model: Stateful): Record<string, t.Tensor> {
+/** The model's tensors, tied weights once (the others named in `tied`). */
+function modelTensors(model: Stateful): { tensors: Record<string, t.Tensor>; tied: Record<string, string> } {
   const sd = model.stateDict();
   if (sd === null || typeof sd !== 'object')
     throw new TypeError('saveCheckpoint: model.stateDict() must return an object');
   for (const [k, v] of Object.entries(sd)) {
     if (!(v instanceof t.Tensor)) throw new TypeError(`saveCheckpoint: model state '${k}' is not a Tensor`);
   }
-  return sd as Record<string, t.Tensor>;
+  const all = sd as Record<string, t.Tensor>;
+  const tied = tiedNames(Object.entries(all).map(([name, tensor]) => ({ name, tensor })));
+  const tensors = Object.fromEntries(Object.entries(all).filter(([k]) => !Object.hasOwn(tied, k)));
+  return { tensors, tied };
 }
 
 /** Writes a checkpoint to `root`/ckpt-<step>/ and returns where. Await it before changing the state. */
@@ -95,7 +100,7 @@ export async function saveCheckpoint(
   // Views a stateDict() creates are freed when this settles; the state itself is not ours.
   return t.tidyAsync(async () => {
     // Gather everything up front, so a state that cannot be saved fails before any I/O.
-    const model = modelTensors(state.model);
+    const { tensors: model, tied } = modelTensors(state.model);
     const optimizerTensors = new Map<string, t.Tensor>();
     const otherTensors = new Map<string, t.Tensor>();
     const parts: TrainerRecord['parts'] = {};
@@ -122,6 +127,7 @@ export async function saveCheckpoint(
       rng,
       parts,
       extra,
+      ...(Object.keys(tied).length > 0 ? { tied } : {}),
     };
 
     await mkdir(root, { recursive: true });

@@ -67,3 +67,23 @@ export function sharedMemoryGroups(tensors: readonly { name: string; tensor: t.T
   }
   return failing.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
+
+/**
+ * Tied weights: names whose tensors are the same view of one storage (same start, shape
+ * and strides), e.g. GPT's lm_head.weight and transformer.wte.weight. Returns alias ->
+ * the first name of its group (in the given order); overlaps that are not the same view
+ * are left for sharedMemoryGroups to refuse.
+ */
+export function tiedNames(tensors: readonly { name: string; tensor: t.Tensor }[]): Record<string, string> {
+  const kept: { name: string; tensor: t.Tensor; key: string }[] = [];
+  const tied: Record<string, string> = {};
+  for (const { name, tensor } of tensors) {
+    if (tensor.numel() === 0) continue;
+    const a = areaOf(name, tensor);
+    const key = `${tensor.dtype}|${a.start}|${tensor.shape.join(',')}|${tensor.stride().join(',')}`;
+    const same = kept.find((k) => k.key === key && native.sameStorage(k.tensor.h, tensor.h));
+    if (same) tied[name] = same.name;
+    else kept.push({ name, tensor, key });
+  }
+  return tied;
+}
