@@ -5,10 +5,29 @@
 // scaling rule), weight decay 1e-4, 5 warm-up epochs then a cosine schedule.
 import { z } from 'zod';
 
-export const MODELS = ['resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152'] as const;
+export const MODELS = [
+  'resnet18',
+  'resnet34',
+  'resnet50',
+  'resnet101',
+  'resnet152',
+  'vit_b_16',
+  'vit_b_32',
+  'vit_l_16',
+  'vit_tiny',
+] as const;
 export const DATASETS = ['shapes', 'cifar10', 'cifar100', 'imagefolder', 'fake'] as const;
 export const SCHEDULES = ['cosine', 'step', 'onecycle'] as const;
 export const AMP_MODES = ['off', 'bf16', 'fp16'] as const;
+export const OPTIMIZERS = ['sgd', 'adamw'] as const;
+
+/** --betas "b1,b2" as AdamW's pair; throws a RangeError naming the flag. */
+export function parseBetas(text: string): [number, number] {
+  const b = text.split(',').map((x) => Number(x.trim()));
+  if (b.length !== 2 || b.some((x) => !(x >= 0 && x < 1)))
+    throw new RangeError(`--betas must be two numbers in [0, 1) separated by a comma, got '${text}'`);
+  return [b[0], b[1]];
+}
 export const COMM_HOOKS = ['none', 'allreduce', 'fp16', 'bf16'] as const;
 
 /** How a flag's text becomes a value before validation. */
@@ -82,10 +101,14 @@ function strDefault(def: string, help: string, allowed: string) {
 /** Every option of `tsddp train`, in the order --help lists them. */
 export const OPTIONS = {
   // model
-  model: enumOpt(MODELS, 'resnet50', 'the ResNet'),
-  stem: enumOpt(['auto', 'imagenet', 'cifar'], 'auto', 'auto: cifar for images of 64 pixels or less'),
-  widthMultiplier: numOpt(1, 'scales the base width 64 (tiny test models)', { gt: 0 }),
-  zeroInitResidual: boolOpt(false, 'zero the last BN of each residual branch'),
+  model: enumOpt(MODELS, 'resnet50', 'a torchvision ResNet or ViT (vit_tiny: 4 px patches for 32 px images)'),
+  stem: enumOpt(
+    ['auto', 'imagenet', 'cifar'],
+    'auto',
+    'ResNet: auto is cifar for images of 64 pixels or less',
+  ),
+  widthMultiplier: numOpt(1, 'ResNet: scales the base width 64 (tiny test models)', { gt: 0 }),
+  zeroInitResidual: boolOpt(false, 'ResNet: zero the last BN of each residual branch'),
   // data
   dataset: enumOpt(DATASETS, 'shapes', 'imagefolder reads <data>/train and <data>/val'),
   data: strOpt('the data folder (cifar10, cifar100, imagefolder)', 'a folder path'),
@@ -112,10 +135,19 @@ export const OPTIONS = {
   schedule: enumOpt(SCHEDULES, 'cosine', 'learning-rate schedule after warm-up, stepped every step'),
   stepEpochs: intOpt(1, 30, 'step schedule: epochs between decays'),
   gamma: numOpt(0.1, 'step schedule: decay factor', { gt: 0 }),
+  optimizer: enumOpt(
+    OPTIMIZERS,
+    'sgd',
+    'sgd (momentum, nesterov) or adamw (decoupled weight decay; transformers)',
+  ),
+  betas: strDefault('0.9,0.999', 'adamw: the two running-average coefficients', 'two numbers, e.g. 0.9,0.95'),
   momentum: numOpt(0.9, 'SGD momentum', { min: 0 }),
   nesterov: boolOpt(false, 'Nesterov momentum'),
   weightDecay: numOpt(1e-4, 'L2 weight decay', { min: 0 }),
   labelSmoothing: numOpt(0, 'cross-entropy label smoothing', { min: 0, lt: 1 }),
+  clipGradNorm: numOptional('clip the global gradient norm to this before each step (clip_grad_norm_)', {
+    gt: 0,
+  }),
   amp: enumOpt(AMP_MODES, 'off', 'autocast dtype; fp16 adds a GradScaler'),
   gradAccum: intOpt(1, 1, 'micro-batches per optimizer step (no all-reduce until the last)'),
   // DDP
@@ -226,6 +258,15 @@ export const TrainConfigSchema = z
     }
     if (c.warmupStartFactor > 1) {
       ctx.addIssue({ code: 'custom', path: ['warmupStartFactor'], message: 'must be <= 1' });
+    }
+    try {
+      parseBetas(c.betas);
+    } catch (e) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['betas'],
+        message: (e as Error).message.replace(/^--betas /, ''),
+      });
     }
   });
 

@@ -4,10 +4,27 @@ import { GradScaler } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
-import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
+import {
+  resnet18,
+  resnet34,
+  resnet50,
+  resnet101,
+  resnet152,
+  vitB16,
+  vitB32,
+  vitL16,
+  vitTiny,
+} from '../models/index.ts';
 import type { Module } from '../nn/index.ts';
-import { type lrScheduler, SGD } from '../optim/index.ts';
-import { parseConfig, resolveLr, resolveStem, type TrainConfig, type TrainConfigInput } from './config.ts';
+import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
+import {
+  parseBetas,
+  parseConfig,
+  resolveLr,
+  resolveStem,
+  type TrainConfig,
+  type TrainConfigInput,
+} from './config.ts';
 import { buildDatasets, buildLoaders, type DataSetup, type Loaders } from './data.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
@@ -31,7 +48,7 @@ export interface RunParts {
   on: Placement;
   setup: DataSetup;
   model: Module;
-  optimizer: SGD;
+  optimizer: Optimizer;
   scheduler: lrScheduler.LRScheduler;
   scaler: GradScaler | null;
   loaders: Loaders;
@@ -42,6 +59,7 @@ export interface RunParts {
 }
 
 const RESNETS = { resnet18, resnet34, resnet50, resnet101, resnet152 };
+const VITS = { vit_b_16: vitB16, vit_b_32: vitB32, vit_l_16: vitL16, vit_tiny: vitTiny };
 
 const now = () => performance.now();
 
@@ -71,13 +89,8 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
     const { setup, model, optimizer } = await preflight(c, pg.group, pg.restartCount, async () => {
       guardPriorRun(c, { restarting: pg.restartCount > 0, rank: pg.rank });
       const setup = await buildDatasets(c);
-      const model = buildModel(c, hooks, setup.numClasses, on);
-      const optimizer = new SGD(model.parameters(), {
-        lr,
-        momentum: c.momentum,
-        nesterov: c.nesterov,
-        weightDecay: c.weightDecay,
-      });
+      const model = buildModel(c, hooks, setup, on);
+      const optimizer = buildOptimizer(model, c, lr);
       if (c.checkpointDir !== undefined)
         checkCheckpointFolder(c.checkpointDir, 2 * checkpointBytes(model, c));
       return { setup, model, optimizer };
@@ -136,24 +149,40 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
 }
 
 /** The config's ResNet (or the hook's model), seeded the same on every rank, on the device. */
-function buildModel(c: TrainConfig, hooks: TrainHooks, numClasses: number, on: Placement): Module {
+function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, on: Placement): Module {
   // The same seed on every rank (DDP also broadcasts rank 0's parameters).
   t.manualSeed(c.seed);
+  const { numClasses, imageSize } = setup;
   const model =
     hooks.model?.(numClasses) ??
-    RESNETS[c.model]({
-      numClasses,
-      stem: resolveStem(c),
-      widthMultiplier: c.widthMultiplier,
-      zeroInitResidual: c.zeroInitResidual,
-    });
+    (c.model in VITS
+      ? VITS[c.model as keyof typeof VITS]({ numClasses, imageSize })
+      : RESNETS[c.model as keyof typeof RESNETS]({
+          numClasses,
+          stem: resolveStem(c),
+          widthMultiplier: c.widthMultiplier,
+          zeroInitResidual: c.zeroInitResidual,
+        }));
   if (on.deviceType === 'cuda') model.to(on.device);
   if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
   return model;
 }
 
-/** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum). */
+/** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */
+function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optimizer {
+  if (c.optimizer === 'adamw')
+    return new AdamW(model.parameters(), { lr, betas: parseBetas(c.betas), weightDecay: c.weightDecay });
+  return new SGD(model.parameters(), {
+    lr,
+    momentum: c.momentum,
+    nesterov: c.nesterov,
+    weightDecay: c.weightDecay,
+  });
+}
+
+/** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum, or AdamW's two averages). */
 function checkpointBytes(model: Module, c: TrainConfig): number {
   const params = tensorBytes(model.parameters());
-  return params + tensorBytes(model.buffers()) + (c.momentum > 0 ? params : 0);
+  const states = c.optimizer === 'adamw' ? 2 : c.momentum > 0 ? 1 : 0;
+  return params + tensorBytes(model.buffers()) + states * params;
 }

@@ -18,7 +18,7 @@ import * as dist from '../distributed/index.ts';
 import { Heartbeat } from '../launch/heartbeat.ts';
 import { MetricsWriter, mergeMetrics, mergeRankFiles } from '../metrics/index.ts';
 import type { Module } from '../nn/index.ts';
-import type { lrScheduler, SGD } from '../optim/index.ts';
+import { clipGradNorm_, type lrScheduler, type Optimizer } from '../optim/index.ts';
 import { globalBatch, resolveLr, resolveStem, type TrainConfig, type TrainConfigInput } from './config.ts';
 import { type DataSetup, epochBatches, type Loaders, prepareImages, seedBatchGenerator } from './data.ts';
 import { type EvalResult, evaluate } from './evaluate.ts';
@@ -59,7 +59,7 @@ export class Trainer {
   readonly rank: number;
   readonly worldSize: number;
   readonly model: Module;
-  readonly optimizer: SGD;
+  readonly optimizer: Optimizer;
   readonly scheduler: lrScheduler.LRScheduler;
   /** The fp16 GradScaler (null otherwise). */
   readonly scaler: GradScaler | null;
@@ -239,6 +239,11 @@ export class Trainer {
     }
     const t0 = now();
     this.beat('optimizer step');
+    if (c.clipGradNorm !== undefined) {
+      // As PyTorch's recipe: unscale first, so the norm is of the true gradients.
+      this.scaler?.unscale_(this.optimizer);
+      clipGradNorm_(this.model.parameters(), c.clipGradNorm);
+    }
     if (this.scaler !== null) {
       this.scaler.step(this.optimizer);
       this.scaler.update();
