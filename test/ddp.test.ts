@@ -11,6 +11,7 @@ import {
   Branchy,
   convBn,
   inputs,
+  LayerDrop,
   mlp,
   mse,
   RTOL,
@@ -42,13 +43,19 @@ interface HookResult {
   commHook: string | null;
   bucketCount: number;
 }
+interface UnusedResult {
+  final: State;
+  extraGradDefined: boolean[];
+  findUnused: number;
+}
 interface TrainResult {
   rank: number;
   worldSize: number;
   equivalence: Record<string, EquivalenceResult>;
   bn: Record<'broadcast' | 'local', { params: State; trained: State; afterEval: State }>;
   noSync: { final: State; localGrads: number[][] };
-  unused: { final: State; extraGradDefined: boolean[]; findUnused: number };
+  unused: UnusedResult;
+  unusedLayerDrop: UnusedResult;
   hooks: { fp32: HookResult; local: State; fp16?: HookResult; bf16?: HookResult };
   stats: t.distributed.DDPStats & { liveTensors: number[]; paramBytes: number };
 }
@@ -186,8 +193,11 @@ function referenceNoSync(world: number): State {
 }
 
 /** Branchy with each rank's slice run through the branches that rank uses; mean of the rank losses. */
-function referenceUnused(world: number): { final: State; extraGradDefined: boolean[] } {
-  const model = new Branchy(100);
+function referenceUnused(
+  world: number,
+  make: (seed: number) => Branchy | LayerDrop = (seed) => new Branchy(seed),
+): { final: State; extraGradDefined: boolean[] } {
+  const model = make(100);
   const opt = sgd(model);
   const extraGradDefined: boolean[] = [];
   for (let step = 0; step < STEPS; step++) {
@@ -198,7 +208,7 @@ function referenceUnused(world: number): { final: State; extraGradDefined: boole
       loss = loss.add(mse(y, targets(step, r * ROWS, ROWS)));
     }
     loss.div(world).backward();
-    extraGradDefined.push(model.extra.weight.grad !== null);
+    extraGradDefined.push(model.extra.parameters().every((p) => p.grad !== null));
     opt.step();
     opt.zeroGrad();
   }
@@ -348,6 +358,17 @@ for (const world of [2, 3]) {
         assert.deepEqual(res.unused.extraGradDefined, ref.extraGradDefined);
       }
       assert.deepEqual(ref.extraGradDefined, [true, false, true]);
+    });
+
+    test('findUnusedParameters: a transformer layer dropped on some steps (LayerDrop) trains like the reference', async () => {
+      const rs = await results();
+      const ref = referenceUnused(world, (seed) => new LayerDrop(seed));
+      for (const res of rs) {
+        assert.equal(res.unusedLayerDrop.findUnused, 1);
+        assertClose(res.unusedLayerDrop.final, ref.final, `rank ${res.rank}`);
+        assert.deepEqual(res.unusedLayerDrop.final, rs[0].unusedLayerDrop.final);
+        assert.deepEqual(res.unusedLayerDrop.extraGradDefined, ref.extraGradDefined);
+      }
     });
 
     test('comm hooks: fp16/bf16 compressed all-reduce is within the format precision of fp32', async () => {

@@ -9,6 +9,7 @@ import {
   floats,
   IN,
   inputs,
+  LayerDrop,
   mlp,
   mse,
   sgd,
@@ -157,9 +158,9 @@ if (cfg.noSync) {
   ddp.destroy();
 }
 
-// 4. A branch that is unused on some steps, on all ranks or only some.
-if (cfg.unused) {
-  const model = new Branchy(100 + rank);
+// 4. A branch that is unused on some steps, on all ranks or only some: Branchy's extra
+// head, and a transformer's dropped layer (LayerDrop).
+function trainUnused(model: Branchy | LayerDrop) {
   const ddp = new DistributedDataParallel(model, { findUnusedParameters: true, bucketCapMb: 1e-4 });
   const opt = sgd(model);
   const extraGradDefined: boolean[] = [];
@@ -167,17 +168,17 @@ if (cfg.unused) {
     using _ = t.scope();
     const y = ddp.forward(inputs(step, rank * rows, rows), usesExtra(step, rank)) as t.Tensor;
     mse(y, targets(step, rank * rows, rows)).backward();
-    extraGradDefined.push(model.extra.weight.grad !== null);
+    extraGradDefined.push(model.extra.parameters().every((p) => p.grad !== null));
     opt.step();
     opt.zeroGrad();
   }
   const s = ddp.stats();
-  result.unused = {
-    final: stateValues(model),
-    extraGradDefined,
-    findUnused: s.raw.ints.find_unused_parameters,
-  };
   ddp.destroy();
+  return { final: stateValues(model), extraGradDefined, findUnused: s.raw.ints.find_unused_parameters };
+}
+if (cfg.unused) {
+  result.unused = trainUnused(new Branchy(100 + rank));
+  result.unusedLayerDrop = trainUnused(new LayerDrop(100 + rank));
 }
 
 // 5. Gradient compression hooks against the fp32 all-reduce of the same gradients.

@@ -38,6 +38,33 @@ export class Branchy extends nn.Module {
   }
 }
 
+/**
+ * A transformer with LayerDrop (stochastic depth, the usual reason for
+ * find_unused_parameters in transformers): its second encoder layer (`extra`) runs only
+ * when `useExtra`. Each row of x is one token of a single sequence.
+ */
+export class LayerDrop extends nn.Module {
+  a: t.nn.Linear;
+  first: t.nn.TransformerEncoderLayer;
+  extra: t.nn.TransformerEncoderLayer;
+  b: t.nn.Linear;
+  constructor(seed: number) {
+    super();
+    t.manualSeed(seed);
+    this.a = new nn.Linear(IN, 8);
+    const layer = () =>
+      new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst: true });
+    this.first = layer();
+    this.extra = layer();
+    this.b = new nn.Linear(8, OUT);
+  }
+  override forward(x: t.Tensor, useExtra: boolean): t.Tensor {
+    let h = this.first.forward(this.a.forward(x).unsqueeze(0));
+    if (useExtra) h = this.extra.forward(h);
+    return this.b.forward(h.squeeze(0));
+  }
+}
+
 /** Whether rank `rank` uses Branchy's extra head at `step`: unused everywhere at step 1, on rank 1 at step 2. */
 export function usesExtra(step: number, rank: number): boolean {
   if (step === 1) return false;
