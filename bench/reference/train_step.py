@@ -4,19 +4,25 @@ One training step, as a PyTorch user writes it:
 
     opt.zero_grad()                      # grads set to None (PyTorch 2.x default)
     with autocast(bf16) or nothing:
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x), y)        # gpt_small: loss = model(idx, targets)[1]
     loss.backward()
-    opt.step()                           # SGD(lr, momentum=0.9, weight_decay=5e-4), defaults otherwise
+    opt.step()                           # ResNets: SGD(lr, momentum=0.9, weight_decay=5e-4);
+                                         # vit_tiny, gpt_small: AdamW(lr=1e-3); defaults otherwise
 
 on synthetic random data (x ~ N(0, 1), y uniform over the classes), a fresh model per
 measurement (torch.manual_seed(0)), in training mode. The model is torchvision's ResNet
 (a copy of test/fixtures/nn/resnet_ref.py below, so this file runs on its own, without
-torchvision), with tsddp's CIFAR stem option (3x3 stride-1 conv1, no max pool).
+torchvision), with tsddp's CIFAR stem option (3x3 stride-1 conv1, no max pool); the
+transformers come from transformer_models.py (torchvision's ViT, nanoGPT's GPT):
+vit_tiny is tsddp's vitTiny (SIZE x SIZE images, 4 px patches, 10 classes), gpt_small
+nanoGPT's baby GPT (6 layers, 6 heads, width 384, vocab 65, no bias, dropout 0) on
+sequences of SIZE random tokens with random targets.
 
 A config is a name "MODEL/SIZE/bBATCH/DTYPE/FORMAT":
   MODEL   resnet18-cifar (10 classes, CIFAR stem) | resnet50 (1000 classes, ImageNet stem)
+          | vit_tiny | gpt_small (SIZE: the sequence length, BATCH: sequences)
   DTYPE   fp32 | bf16 (torch.autocast("cpu", dtype=torch.bfloat16) around forward + loss)
-  FORMAT  cf (channels-first, contiguous) | cl (model and input in channels_last)
+  FORMAT  cf (channels-first, contiguous) | cl (model and input in channels_last; ResNets only)
 e.g. resnet50/224/b4/bf16/cl.
 
 Each step is timed in three phases (CPU ops are synchronous, so the split is exact):
@@ -34,6 +40,7 @@ OMP_NUM_THREADS should match --threads (bench/train_step.ts sets both).
 import argparse
 import contextlib
 import json
+import os
 import platform
 import resource
 import statistics
@@ -48,6 +55,12 @@ try:
 except ImportError as e:  # the TS side probes for torch first; this is for direct use
     print(json.dumps({"error": f"cannot import torch: {e}"}))
     sys.exit(2)
+
+# The transformer models live next to this file; importing them must not leave
+# __pycache__ in the repository.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transformer_models  # noqa: E402
 
 
 # --- torchvision's ResNet (copied from test/fixtures/nn/resnet_ref.py) ----------------------
@@ -179,6 +192,8 @@ MODELS = {
     "resnet18-cifar": (BasicBlock, [2, 2, 2, 2], {"num_classes": 10, "stem": "cifar"}),
     "resnet50": (Bottleneck, [3, 4, 6, 3], {"num_classes": 1000, "stem": "imagenet"}),
 }
+# Transformers: trained with AdamW(lr=1e-3), channels-first ('cf') only.
+TRANSFORMERS = ("vit_tiny", "gpt_small")
 
 
 # --- one measurement ------------------------------------------------------------------------
@@ -187,21 +202,29 @@ MODELS = {
 def parse_config(name):
     """'resnet50/224/b4/bf16/cl' -> dict; raises ValueError on anything else."""
     parts = name.split("/")
-    if len(parts) != 5 or parts[0] not in MODELS or not parts[2].startswith("b"):
+    known = parts[0] in MODELS or parts[0] in TRANSFORMERS
+    if len(parts) != 5 or not known or not parts[2].startswith("b"):
         raise ValueError(f"bad config {name!r}: expected MODEL/SIZE/bBATCH/fp32|bf16/cf|cl")
     model, size, batch, dtype, fmt = parts
     if dtype not in ("fp32", "bf16") or fmt not in ("cf", "cl"):
         raise ValueError(f"bad config {name!r}: dtype fp32|bf16, format cf|cl")
+    if model in TRANSFORMERS and fmt != "cf":
+        raise ValueError(f"bad config {name!r}: {model} runs channels-first (cf) only")
     return {"model": model, "size": int(size), "batch": int(batch[1:]), "dtype": dtype, "format": fmt}
 
 
 class Session:
-    """A fresh model (seed 0) in training mode, SGD and one random batch for a config."""
+    """A fresh model (seed 0) in training mode, its optimizer and one random batch for a config."""
 
     def __init__(self, name):
         cfg = parse_config(name)
         self.name = name
+        self.bf16 = cfg["dtype"] == "bf16"
+        self.loss = None
         torch.manual_seed(0)
+        if cfg["model"] in TRANSFORMERS:
+            self._transformer(cfg)
+            return
         block, layers, kwargs = MODELS[cfg["model"]]
         model = ResNet(block, layers, **kwargs)
         model.train()
@@ -212,19 +235,34 @@ class Session:
             x = x.contiguous(memory_format=torch.channels_last)
         self.model, self.x = model, x
         self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-        self.bf16 = cfg["dtype"] == "bf16"
-        self.loss = None
+        self.forward = lambda: F.cross_entropy(self.model(self.x), self.y)
+
+    def _transformer(self, cfg):
+        b, size = cfg["batch"], cfg["size"]
+        if cfg["model"] == "vit_tiny":
+            model = transformer_models.vit("vit_tiny", size, 10)
+            self.x = torch.randn(b, 3, size, size)
+            self.y = torch.randint(0, 10, (b,))
+            self.forward = lambda: F.cross_entropy(self.model(self.x), self.y)
+        else:
+            model = transformer_models.gpt_small(size)
+            vocab = model.config.vocab_size
+            self.x = torch.randint(0, vocab, (b, size))
+            self.y = torch.randint(0, vocab, (b, size))
+            self.forward = lambda: self.model(self.x, self.y)[1]
+        model.train()
+        self.model = model
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def step(self):
         """One training step; returns the seconds of its phases."""
-        model, opt = self.model, self.opt
+        opt = self.opt
         region = torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
         faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         opt.zero_grad()
         with region:
-            out = model(self.x)
-            loss = F.cross_entropy(out, self.y)
+            loss = self.forward()
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()

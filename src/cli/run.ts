@@ -128,11 +128,18 @@ async function runAction(
   args: string[],
   opts: Record<string, string | boolean | undefined>,
 ): Promise<void> {
-  // libtorch (the store, CUDA's device count) loads here, not for `--help`.
+  // libtorch (the store, CUDA's device count) loads here, not for `--help`. Its store
+  // client logs a warning with a C++ stack when a peer's socket closes; the launcher
+  // reports lost peers itself, so its own libtorch logs errors only. libtorch reads the
+  // level when it loads; the workers inherit the user's setting.
+  const userLevel = process.env.TORCH_CPP_LOG_LEVEL;
+  process.env.TORCH_CPP_LOG_LEVEL = 'ERROR';
   const [{ cuda }, { launchJob }] = await Promise.all([
     import('../core/runtime.ts'),
     import('./launch-job.ts'),
   ]);
+  if (userLevel === undefined) delete process.env.TORCH_CPP_LOG_LEVEL;
+  else process.env.TORCH_CPP_LOG_LEVEL = userLevel;
   let cfg: ReturnType<typeof resolveLaunchConfig>;
   try {
     cfg = resolveLaunchConfig(script, args, rawOptions(opts), process.env, () => cuda.deviceCount());
