@@ -113,7 +113,10 @@ test('a failure on one node restarts the gang on every node (two launchers, --nn
   assert.equal(e1.code, 0, node1.output);
   // Rank 1 runs on node 1 and killed itself there; node 0 restarted too. Both name the
   // failure that came first in the job (normally that one; rank 0's peer error races it).
-  assert.match(node1.stderr, /rank 1 \(local rank 0 on node 1 at [^,]+, pid \d+\) was killed by signal SIGKILL/);
+  assert.match(
+    node1.stderr,
+    /rank 1 \(local rank 0 on node 1 at [^,]+, pid \d+\) was killed by signal SIGKILL/,
+  );
   for (const l of [node0, node1]) {
     assert.match(l.stderr, /attempt 0 failed: rank [01] \(local rank 0 on node [01] at [^,]+, pid \d+\)/);
     assert.match(l.stderr, /restarting all workers \(restart 1 of --max-restarts 1\)/);

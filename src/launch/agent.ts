@@ -6,7 +6,15 @@ import { hostname, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Store } from '../distributed/store.ts';
 import { ELASTIC_ENV } from './elastic.ts';
-import { describeStall, HEARTBEAT_FILE_ENV, StallWatch } from './heartbeat.ts';
+import {
+  COLLECTIVE_GRACE_MS,
+  describeStall,
+  HEARTBEAT_FILE_ENV,
+  likelyCulpritsFirst,
+  type Stall,
+  StallWatch,
+  waitsForPeers,
+} from './heartbeat.ts';
 import { glooHostnameFor } from './network.ts';
 import type { LaunchConfig } from './options.ts';
 import { isTypeScript, typeScriptLoader } from './options.ts';
@@ -324,9 +332,12 @@ export class Agent {
       const stallMs = this.cfg.watchdogMs > 0 ? this.cfg.watchdogMs : STALL_WARNING_MS;
       watchdog = setInterval(() => {
         const stalls = watch.stalled(Math.min(stallMs, STALL_WARNING_MS));
-        const over = stalls.filter((s) => this.cfg.watchdogMs > 0 && s.secs * 1000 >= this.cfg.watchdogMs);
-        if (over.length > 0) {
-          // Every stalled rank, with what it was doing: the one stuck elsewhere is the culprit.
+        // A rank waiting in a collective is most likely held up by a peer: it gets a grace
+        // period, so the culprit's node reports first (heartbeat.ts).
+        const limit = (s: Stall) => this.cfg.watchdogMs + (waitsForPeers(s) ? COLLECTIVE_GRACE_MS : 0);
+        if (this.cfg.watchdogMs > 0 && stalls.some((s) => s.secs * 1000 >= limit(s))) {
+          // Every stalled rank, with what it was doing; the likely culprits first.
+          const over = likelyCulpritsFirst(stalls.filter((s) => s.secs * 1000 >= this.cfg.watchdogMs));
           const worker = this.workers.find((w) => w.rank === over[0].rank) as WorkerProcess;
           finish({
             kind: 'stalled',

@@ -5,6 +5,11 @@
 // --watchdog, stops the attempt (and restarts it, within --max-restarts). A write is one
 // pwrite of a few dozen bytes (microseconds), so every phase is recorded: a rank stuck
 // in native code, which can run no JavaScript, is caught in the phase it is stuck in.
+//
+// A phase may be marked `waiting`: the rank is in a collective, blocked by whichever peer
+// has not joined it. When one rank hangs, every peer soon waits for it and makes no step
+// either; the launcher gives waiting ranks a grace period (COLLECTIVE_GRACE_MS) beyond
+// --watchdog, so the node of the rank stuck elsewhere reports first and names the culprit.
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 
 /** The environment variable that names a worker's heartbeat file. */
@@ -13,7 +18,12 @@ export const HEARTBEAT_FILE_ENV = 'TSDDP_HEARTBEAT_FILE';
 export interface HeartbeatRecord {
   step: number;
   phase: string;
+  /** In a collective, waiting for peers: a stall here is most likely a peer's. */
+  waiting?: boolean;
 }
+
+/** How much longer than --watchdog a rank waiting in a collective may go without a step. */
+export const COLLECTIVE_GRACE_MS = 5000;
 
 const SIZE = 160; // bytes: the record, padded with spaces, rewritten in place
 
@@ -34,10 +44,12 @@ export class Heartbeat {
     }
   }
 
-  beat(step: number, phase: string): void {
+  /** `waiting`: this phase is (or includes) a collective that waits for every peer. */
+  beat(step: number, phase: string, waiting = false): void {
     if (this.fd === null) return;
     this.buf.fill(' ');
-    this.buf.write(JSON.stringify({ step, phase }).slice(0, SIZE));
+    const record: HeartbeatRecord = waiting ? { step, phase, waiting } : { step, phase };
+    this.buf.write(JSON.stringify(record).slice(0, SIZE));
     writeSync(this.fd, this.buf, 0, SIZE, 0);
   }
 
@@ -117,10 +129,30 @@ export function processState(pid: number): string | null {
   }
 }
 
+/**
+ * Whether a stalled rank is most likely held up by a peer: it is waiting in a collective
+ * and is not itself stopped (SIGSTOP, a debugger) — such a rank gets COLLECTIVE_GRACE_MS.
+ */
+export function waitsForPeers(s: Stall): boolean {
+  return s.record.waiting === true && !isStopped(s.pid);
+}
+
+function isStopped(pid: number): boolean {
+  const state = processState(pid);
+  return state === STATES.T || state === STATES.t;
+}
+
+/** Orders stalled ranks by blame: stopped processes, then ranks stuck outside a collective, then waiting ones. */
+export function likelyCulpritsFirst(stalls: Stall[]): Stall[] {
+  const blame = (s: Stall) => (isStopped(s.pid) ? 0 : waitsForPeers(s) ? 2 : 1);
+  return [...stalls].sort((a, b) => blame(a) - blame(b));
+}
+
 export function describeStall(s: Stall, host: string): string {
   const state = processState(s.pid);
   return (
     `rank ${s.rank} (pid ${s.pid} on ${host}${state === null ? '' : `, ${state}`}) has made no step for ` +
-    `${s.secs.toFixed(0)} s: last step ${s.record.step}, then ${s.record.phase}`
+    `${s.secs.toFixed(0)} s: last step ${s.record.step}, then ${s.record.phase}` +
+    (waitsForPeers(s) ? ' (waiting for its peers)' : '')
   );
 }

@@ -284,7 +284,7 @@ export class Trainer {
       y = y.to({ device, nonBlocking: true });
     }
     const t0 = now();
-    this.beat('forward');
+    this.beat('forward', this.ddp !== null); // DDP broadcasts buffers first
     const net = this.ddp ?? this.model;
     const forward = () => {
       const logits = net.forward(x);
@@ -293,7 +293,7 @@ export class Trainer {
     const [logits, loss] = ampDtype === null ? forward() : autocast({ deviceType, dtype: ampDtype }, forward);
     times.forwardMs += now() - t0;
     const t1 = now();
-    this.beat('backward and the gradient all-reduce');
+    this.beat('backward and the gradient all-reduce', this.ddp !== null);
     const scaled = c.gradAccum > 1 ? loss.div(c.gradAccum) : loss;
     (this.scaler !== null ? this.scaler.scale(scaled) : scaled).backward();
     times.backwardMs += now() - t1;
@@ -344,7 +344,11 @@ export class Trainer {
       this.step === this.endStep
     )
       this.flushMetrics();
-    this.beat(checkpointDue ? 'checkpoint' : 'step done');
+    // Rank 0 writes a checkpoint; the others wait for it.
+    this.beat(
+      checkpointDue ? 'checkpoint' : 'step done',
+      checkpointDue && this.rank !== 0 && this.worldSize > 1,
+    );
     const saved = checkpointDue ? await this.checkpoint() : null;
     await this.hooks.onStep?.({ epoch: this.epoch, step: this.step, rank: this.rank, checkpoint: saved });
   }
@@ -399,7 +403,7 @@ export class Trainer {
   async evaluate(): Promise<EvalResult> {
     const c = this.config;
     this.flushMetrics();
-    this.beat('evaluation');
+    this.beat('evaluation', this.worldSize > 1);
     // Each rank's BatchNorm running statistics took its own last batch; DDP would
     // broadcast rank 0's before the next forward. Do that now, so every rank evaluates
     // the same model: rank 0's, the one its checkpoints hold.
@@ -522,8 +526,11 @@ export class Trainer {
     if (this.showProgress) this.progress.log(line);
   }
 
-  /** Progress for the launcher's watchdog (launch/heartbeat.ts), when tsrun asks for it. */
-  private beat(phase: string): void {
-    this.heartbeat?.beat(this.step, phase);
+  /**
+   * Progress for the launcher's watchdog (launch/heartbeat.ts), when tsrun asks for it;
+   * `waiting`: the phase waits in a collective for every peer.
+   */
+  private beat(phase: string, waiting = false): void {
+    this.heartbeat?.beat(this.step, phase, waiting);
   }
 }

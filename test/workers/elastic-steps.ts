@@ -38,6 +38,7 @@ for (let s = start; s < Number(args.steps); s++) {
     for (;;) await new Promise((r) => setTimeout(r, 1000));
   }
   x.fill_(1);
+  heartbeat?.beat(s, 'all-reduce', true);
   await d.allReduce(x);
   const sum = x.toTypedArray()[0];
   if (sum !== pg.size) throw new Error(`step ${s}: all-reduce gave ${sum}, world size ${pg.size}`);
