@@ -1,16 +1,20 @@
-// Single-process training throughput (images/s) of tsddp and PyTorch (Python), measured
-// alternately in one run (architecture §10).
+// Single-process training throughput (images/s; gpt_small: sequences/s) of tsddp and
+// PyTorch (Python), measured alternately in one run (architecture §10).
 //
 //   node --import tsx bench/train_step.ts [--rounds 3] [--threads 2] [--warmup 2] [--steps 4]
 //       [--configs bf16,resnet50/64] [--quick] [--out results.json] [--python PATH]
 //
 // Configurations (MODEL/SIZE/bBATCH/DTYPE/FORMAT, see bench/lib/train-configs.ts):
 // resnet18-cifar at 32x32 (batch 32), resnet50 at 64x64 (batch 8) and 224x224 (batch 4),
-// each in fp32 and bf16 autocast, channels-first (cf) and channels-last (cl).
+// each in fp32 and bf16 autocast, channels-first (cf) and channels-last (cl); vit_tiny
+// (tsddp's vitTiny: 32x32, 4 px patches, 6 layers, 3 heads, width 192; batch 32) and
+// gpt_small (nanoGPT's baby GPT: 6 layers, 6 heads, width 384, vocab 65, no bias,
+// dropout 0; 8 sequences of 256 tokens), each in fp32 and bf16 autocast, cf only.
 //
 // One step on both sides: zero grads (to None), forward + cross-entropy (inside
-// autocast for bf16), backward, SGD step (lr 0.01, momentum 0.9, weight decay 5e-4,
-// otherwise each library's defaults), on one synthetic random batch. Each measurement
+// autocast for bf16), backward, optimizer step, on one synthetic random batch. ResNets:
+// SGD (lr 0.01, momentum 0.9, weight decay 5e-4); transformers: AdamW (lr 1e-3);
+// otherwise each library's defaults. Each measurement
 // round builds fresh models on both sides (PyTorch: a long-lived worker,
 // bench/reference/train_step.py --serve), runs --warmup steps, then times --steps steps,
 // tsddp and PyTorch steps strictly alternating, so a busy period on this shared machine
@@ -307,7 +311,7 @@ console.log(
 );
 console.log();
 console.log(
-  'img/s: batch / median step time over all timed steps; ratio = tsddp / PyTorch throughput, the median ' +
+  'img/s: batch / median step time over all timed steps (gpt_small: sequences/s); ratio = tsddp / PyTorch throughput, the median ' +
     'over pairs of adjacent steps (range: min–max of the per-round medians), > 1 means tsddp is faster, ' +
     'target ≥ 1.0x; best: the ratio of the fastest steps (least disturbed by other work on the machine). ' +
     'ms: median per phase (fwd = zero grads + forward + loss, bwd = backward, opt = optimizer step). ' +

@@ -1,11 +1,13 @@
 // The tsddp side of bench/train_step.ts: a model, optimizer and synthetic batch for one
 // configuration, stepped one training step at a time — the same step
-// bench/reference/train_step.py runs in PyTorch.
+// bench/reference/train_step.py runs in PyTorch. ResNets train with SGD (lr 0.01,
+// momentum 0.9, weight decay 5e-4), the transformers (vit_tiny, gpt_small) with AdamW
+// (lr 1e-3, defaults otherwise: weight decay 1e-2, a loop over parameters on CPU).
 //
 // `t` is passed in rather than imported: the benchmark sets OMP_NUM_THREADS before
 // libtorch (and its OpenMP runtime) loads, which a static import here would precede.
 import type * as Tsddp from '../../src/index.ts';
-import { NUM_CLASSES, type TrainConfig } from './train-configs.ts';
+import { NUM_CLASSES, TRANSFORMERS, type TrainConfig } from './train-configs.ts';
 
 type T = typeof Tsddp;
 
@@ -24,14 +26,16 @@ export interface StepTimes {
 
 export class TsTrainSession {
   private readonly before: number;
-  private readonly model: Tsddp.models.ResNet;
+  private readonly model: Tsddp.nn.Module;
   private readonly params: Tsddp.Tensor[];
-  private readonly opt: Tsddp.optim.SGD;
+  private readonly opt: Tsddp.optim.Optimizer;
   private readonly x: Tsddp.Tensor;
   private readonly y: Tsddp.Tensor;
+  /** Forward + loss on (x, y). */
+  private readonly forward: () => Tsddp.Tensor;
   private lastLoss: Tsddp.Tensor | null = null;
 
-  /** A fresh model (seed 0) in training mode, SGD and one random batch. */
+  /** A fresh model (seed 0) in training mode, its optimizer and one random batch. */
   constructor(
     private readonly t: T,
     readonly config: TrainConfig,
@@ -40,27 +44,49 @@ export class TsTrainSession {
     this.before = t.memory().tensors;
     t.manualSeed(0);
     const numClasses = NUM_CLASSES[c.model];
-    this.model =
-      c.model === 'resnet18-cifar'
-        ? t.models.resnet18({ numClasses, stem: 'cifar' })
-        : t.models.resnet50({ numClasses });
+    if (c.model === 'gpt_small') {
+      // nanoGPT's baby GPT (config/train_shakespeare_char.py) without dropout and biases.
+      const gpt = t.models.gpt({
+        blockSize: c.size,
+        vocabSize: numClasses,
+        nLayer: 6,
+        nHead: 6,
+        nEmbd: 384,
+        dropout: 0,
+        bias: false,
+      });
+      this.model = gpt;
+      this.x = t.randint(numClasses, [c.batch, c.size]).keep();
+      this.y = t.randint(numClasses, [c.batch, c.size]).keep();
+      this.forward = () => gpt.forward(this.x, this.y).loss as Tsddp.Tensor;
+    } else {
+      const model =
+        c.model === 'vit_tiny'
+          ? t.models.vitTiny({ imageSize: c.size, numClasses })
+          : c.model === 'resnet18-cifar'
+            ? t.models.resnet18({ numClasses, stem: 'cifar' })
+            : t.models.resnet50({ numClasses });
+      this.model = model;
+      const cl = c.format === 'cl';
+      if (cl) model.to({ memoryFormat: 'channelsLast' });
+      this.x = t.tidy(() => {
+        const x = t.randn([c.batch, 3, c.size, c.size]);
+        return cl ? x.to({ memoryFormat: 'channelsLast' }) : x;
+      });
+      this.x.keep();
+      this.y = t.randint(numClasses, [c.batch]).keep();
+      this.forward = () => t.crossEntropy(model.call(this.x) as Tsddp.Tensor, this.y);
+    }
     this.model.train();
-    const cl = c.format === 'cl';
-    if (cl) this.model.to({ memoryFormat: 'channelsLast' });
     this.params = this.model.parameters();
-    this.opt = new t.optim.SGD(this.params, { lr: 0.01, momentum: 0.9, weightDecay: 5e-4 });
-    this.x = t.tidy(() => {
-      const x = t.randn([c.batch, 3, c.size, c.size]);
-      return cl ? x.to({ memoryFormat: 'channelsLast' }) : x;
-    });
-    this.x.keep();
-    this.y = t.randint(numClasses, [c.batch]).keep();
+    this.opt = TRANSFORMERS.includes(c.model)
+      ? new t.optim.AdamW(this.params, { lr: 1e-3 })
+      : new t.optim.SGD(this.params, { lr: 0.01, momentum: 0.9, weightDecay: 5e-4 });
   }
 
   /** One training step: zero grads, forward + loss, backward, optimizer step. */
   step(): StepTimes {
-    const { t, model, x, y, opt } = this;
-    const forward = (): Tsddp.Tensor => t.crossEntropy(model.call(x), y);
+    const { t, opt, forward } = this;
     const faults0 = process.resourceUsage().minorPageFault;
     const t0 = performance.now();
     opt.zeroGrad();

@@ -17,7 +17,10 @@ One optimizer step, as a PyTorch user writes it:
 with DistributedDataParallel(model, bucket_cap_mb=...) (other options default), comm
 hooks from torch.distributed.algorithms.ddp_comm_hooks.default_hooks, channels_last via
 model.to(memory_format=...), a fixed random batch per rank (seed 1 + rank) and the model
-of bench/reference/train_step.py (torchvision's ResNet) built with torch.manual_seed(0).
+of bench/reference/train_step.py (torchvision's ResNet) built with torch.manual_seed(0);
+for the ViT cases of bench/ddp.ts (model vit_tiny or vit_b_16, not offered by `tsddp
+bench`), torchvision's VisionTransformer from bench/reference/transformer_models.py
+(10 classes with stem "cifar", else 1000), imported only then.
 
 Communication per batch comes from DDP's Logger (ddp._get_ddp_logging_data(), torch
 2.13 field names: iteration, backward_comm_time, backward_compute_comm_overlap_time, in
@@ -78,8 +81,15 @@ class Session:
         self.c = c
         torch.manual_seed(0)
         num_classes = 10 if c["stem"] == "cifar" else 1000
-        block, layers = ARCHS[c["model"]]
-        model = ResNet(block, layers, num_classes=num_classes, stem=c["stem"], width_multiplier=c["widthMultiplier"])
+        if c["model"].startswith("vit"):
+            import transformer_models  # bench/ddp.ts's ViT cases only: not shipped with the package
+
+            model = transformer_models.vit(c["model"], c["size"], num_classes)
+        else:
+            block, layers = ARCHS[c["model"]]
+            model = ResNet(
+                block, layers, num_classes=num_classes, stem=c["stem"], width_multiplier=c["widthMultiplier"]
+            )
         model.train()
         if c["channelsLast"]:
             model = model.to(memory_format=torch.channels_last)
