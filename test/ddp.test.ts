@@ -495,7 +495,7 @@ describe('DistributedDataParallel errors (2 ranks)', () => {
       assert.equal(res.badOptions.commHook?.name, 'TypeError');
       assert.match(
         res.badOptions.commHook?.message ?? '',
-        /commHook must be 'allreduce', 'fp16' or 'bf16', got 'fp8'/,
+        /commHook must be 'allreduce', 'fp16', 'bf16' or 'powerSGD', got 'fp8'/,
       );
       assert.equal(res.allReduceAfter, 3);
     }

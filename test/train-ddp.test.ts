@@ -199,6 +199,26 @@ test('2 DDP ranks = 1 process on the combined batch, also across a kill and resu
   }
 });
 
+test('--comm-hook powerSGD: plain all-reduce for --powersgd-start-iter steps, then compressed gradients', async () => {
+  // After the uninterrupted run of the first test (its metrics are the uncompressed baseline).
+  const cfg = { ...shared('powersgd'), commHook: 'powerSGD' as const, powersgdRank: 1, powersgdStartIter: 2 };
+  const p = await runWorkers(tmp, { config: cfg, model: 'tiny' }, 2);
+  assert.ok(
+    p.every((e) => e.code === 0),
+    describe(p),
+  );
+  const base = stepRecords(shared('whole').metricsFile as string);
+  const comp = stepRecords(cfg.metricsFile as string);
+  assert.equal(comp.length, base.length);
+  for (let i = 0; i < base.length; i++) {
+    assert.ok(Number.isFinite(comp[i].loss));
+    // Steps 1 and 2 (numbered from 1) were all-reduced as they are, and step 3 computes its
+    // loss before its own compressed update: equal. From step 4 on the model differs.
+    if (base[i].step <= 3) assert.equal(comp[i].loss, base[i].loss, `step ${base[i].step}`);
+    else assert.notEqual(comp[i].loss, base[i].loss, `step ${base[i].step}`);
+  }
+});
+
 test('resuming a 2-rank checkpoint with another world size is refused, or re-sharded with --reshard (RELIABILITY 17)', async () => {
   const cfg = { ...shared('whole'), resume: 'auto' as const, workers: 0 };
   await assert.rejects(train(cfg, { model: MODELS.tiny, progress: false }), (e: Error) => {

@@ -3,6 +3,7 @@
 // state broadcast DDP does at construction, and communication hooks. All hooks are
 // C++; JavaScript only drives the per-iteration calls, as distributed.py does.
 #include "distributed.h"
+#include "powersgd.h"
 
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/default_comm_hooks.hpp>
@@ -44,6 +45,8 @@ struct DdpEngine {
   std::shared_ptr<c10d::Logger> logger;
   // Static graph: the first backward's all-reduce is delayed to the end of backward.
   std::shared_ptr<std::atomic<bool>> delayEnqueued = std::make_shared<std::atomic<bool>>(false);
+  // What the PowerSGD hook sent, when it is registered.
+  std::shared_ptr<PowerSGDCounters> powerSGD;
 };
 
 // The sink's backward may run on an autograd thread: it finds its reducer through this
@@ -243,7 +246,21 @@ Napi::Value DdpSink(const Napi::CallbackInfo& info) {
   });
 }
 
-// ddpSetCommHook(h, 'allreduce' | 'fp16' | 'bf16')
+// PowerSGD's options, checked in TypeScript (src/distributed/powersgd.ts).
+PowerSGDOptions powerSGDOptions(const Napi::Object& o) {
+  auto num = [&](const char* k) { return o.Get(k).As<Napi::Number>().DoubleValue(); };
+  PowerSGDOptions p;
+  p.matrixApproximationRank = static_cast<int64_t>(num("matrixApproximationRank"));
+  p.startIter = static_cast<int64_t>(num("startPowerSGDIter"));
+  p.minCompressionRate = num("minCompressionRate");
+  p.useErrorFeedback = o.Get("useErrorFeedback").As<Napi::Boolean>().Value();
+  p.warmStart = o.Get("warmStart").As<Napi::Boolean>().Value();
+  p.orthogonalizationEpsilon = num("orthogonalizationEpsilon");
+  p.randomSeed = static_cast<uint64_t>(num("randomSeed"));
+  return p;
+}
+
+// ddpSetCommHook(h, pg, 'allreduce' | 'fp16' | 'bf16' | 'powerSGD', powerSGDOptions?)
 Napi::Value DdpSetCommHook(const Napi::CallbackInfo& info) {
   const char* what = "DistributedDataParallel.registerCommHook";
   auto& e = engineArg(info[0], what);
@@ -253,7 +270,12 @@ Napi::Value DdpSetCommHook(const Napi::CallbackInfo& info) {
     if (hook == "allreduce") e.reducer->register_builtin_comm_hook(c10d::BuiltinCommHookType::ALLREDUCE);
     else if (hook == "fp16") e.reducer->register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);
     else if (hook == "bf16") e.reducer->register_comm_hook(std::make_unique<BF16CompressCommHook>(pg));
-    else throw std::invalid_argument("commHook must be 'allreduce', 'fp16' or 'bf16', got '" + hook + "'");
+    else if (hook == "powerSGD") {
+      auto counters = std::make_shared<PowerSGDCounters>();
+      e.reducer->register_comm_hook(makePowerSGDHook(pg, powerSGDOptions(info[3].As<Napi::Object>()), counters));
+      e.powerSGD = counters;
+    } else
+      throw std::invalid_argument("commHook must be 'allreduce', 'fp16', 'bf16' or 'powerSGD', got '" + hook + "'");
     e.logger->set_comm_hook(hook);
     return info.Env().Undefined();
   });
@@ -277,6 +299,16 @@ Napi::Value DdpStats(const Napi::CallbackInfo& info) {
     out.Set("ints", ints);
     out.Set("strs", strs);
     out.Set("bucketSizes", b);
+    if (e.powerSGD) {
+      auto& c = *e.powerSGD;
+      auto p = Napi::Object::New(env);
+      auto n = [&](int64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+      p.Set("iteration", n(c.iter));
+      p.Set("elementsLastIter", n(c.elementsLastIter));
+      p.Set("gradientElementsLastIter", n(c.gradientElementsLastIter));
+      p.Set("elementSize", n(c.elementSize));
+      out.Set("powerSGD", p);
+    }
     return out;
   });
 }

@@ -133,8 +133,18 @@ export interface NativeAddon {
   ddpRebuildBuckets(h: number): boolean;
   ddpPrepareForBackward(h: number, outputs: number[]): void;
   ddpSink(h: number, outputs: number[]): number[];
-  ddpSetCommHook(h: number, pg: number, hook: string): void;
-  ddpStats(h: number): { ints: Record<string, number>; strs: Record<string, string>; bucketSizes: number[] };
+  ddpSetCommHook(h: number, pg: number, hook: string, powerSGD?: object): void;
+  ddpStats(h: number): {
+    ints: Record<string, number>;
+    strs: Record<string, string>;
+    bucketSizes: number[];
+    powerSGD?: {
+      iteration: number;
+      elementsLastIter: number;
+      gradientElementsLastIter: number;
+      elementSize: number;
+    };
+  };
   ddpDestroy(h: number): void;
 }
 

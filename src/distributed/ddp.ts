@@ -9,9 +9,18 @@ import { tidy } from '../core/scope.ts';
 import { Tensor, wrap } from '../core/tensor.ts';
 import { Module } from '../nn/module.ts';
 import { DistributedError } from './errors.ts';
+import {
+  type PowerSGDOptions,
+  type PowerSGDStats,
+  powerSGDStats,
+  type ResolvedPowerSGDOptions,
+  resolvePowerSGDOptions,
+} from './powersgd.ts';
 import { getDefaultGroup, type ProcessGroup } from './process-group.ts';
 
-export type CommHook = 'allreduce' | 'fp16' | 'bf16';
+/** How each gradient bucket is communicated (PyTorch's default_hooks and powerSGD_hook). */
+export type CommHook = 'allreduce' | 'fp16' | 'bf16' | 'powerSGD';
+const COMM_HOOKS: readonly CommHook[] = ['allreduce', 'fp16', 'bf16', 'powerSGD'];
 
 export interface DDPOptions {
   /** Devices of the module (CUDA); omitted or [] on CPU. */
@@ -27,6 +36,8 @@ export interface DDPOptions {
   /** Broadcast buffers (e.g. BatchNorm running stats) from rank 0 before each forward. */
   broadcastBuffers?: boolean;
   commHook?: CommHook;
+  /** PowerSGD's options, with commHook 'powerSGD' (PyTorch's PowerSGDState arguments). */
+  powerSGD?: PowerSGDOptions;
   processGroup?: ProcessGroup;
 }
 
@@ -43,6 +54,8 @@ export interface DDPStats {
   /** Bucket sizes in bytes, in the order they are all-reduced. */
   bucketSizes: number[];
   bucketCount: number;
+  /** With commHook 'powerSGD': what it sent in the last complete iteration. */
+  powerSGD?: PowerSGDStats;
   /** Everything c10d::Logger records (ints_map / strs_map), under PyTorch's names. */
   raw: { ints: Record<string, number>; strs: Record<string, string> };
 }
@@ -81,6 +94,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       throw new RangeError(`DistributedDataParallel: bucketCapMb must be > 0, got ${this.bucketCapMb}`);
     // Checked before any collective, so a bad option never leaves a half-built engine.
     if (opts.commHook !== undefined) checkCommHook(opts.commHook);
+    if (opts.powerSGD !== undefined && opts.commHook !== 'powerSGD')
+      throw new TypeError("DistributedDataParallel: powerSGD options need commHook: 'powerSGD'");
+    const powerSGD = opts.commHook === 'powerSGD' ? resolvePowerSGDOptions(opts.powerSGD) : undefined;
     if (opts.deviceIds && opts.deviceIds.length > 1) {
       throw new TypeError(
         'DistributedDataParallel: one device per process (deviceIds has at most one entry), as in PyTorch',
@@ -159,13 +175,23 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       this.broadcastBuffers,
     );
     this.engine = engine;
-    if (opts.commHook) this.registerCommHook(opts.commHook);
+    if (opts.commHook) this.registerHook(opts.commHook, powerSGD);
   }
 
-  /** Replaces the all-reduce of each bucket: 'fp16'/'bf16' compress gradients to 16 bits. */
-  registerCommHook(hook: CommHook): void {
+  /**
+   * Replaces the all-reduce of each bucket (once, before the first backward): 'fp16'/'bf16'
+   * compress gradients to 16 bits; 'powerSGD' sends a low-rank approximation of each
+   * gradient matrix (PyTorch's powerSGD_hook, with `powerSGD` as its PowerSGDState).
+   */
+  registerCommHook(hook: CommHook, powerSGD?: PowerSGDOptions): void {
     checkCommHook(hook);
-    native.ddpSetCommHook(this.engine, this.processGroup.h, hook);
+    if (powerSGD !== undefined && hook !== 'powerSGD')
+      throw new TypeError("DistributedDataParallel.registerCommHook: powerSGD options need hook 'powerSGD'");
+    this.registerHook(hook, hook === 'powerSGD' ? resolvePowerSGDOptions(powerSGD) : undefined);
+  }
+
+  private registerHook(hook: CommHook, powerSGD: ResolvedPowerSGDOptions | undefined): void {
+    native.ddpSetCommHook(this.engine, this.processGroup.h, hook, powerSGD);
   }
 
   /** The wrapped module's forward, with its parameter and return types, and DDP's hooks around it. */
@@ -251,6 +277,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       backwardCommOverlapMs: ms('avg_backward_compute_comm_overlap_time'),
       bucketSizes: s.bucketSizes,
       bucketCount: s.bucketSizes.length,
+      ...(s.powerSGD ? { powerSGD: powerSGDStats(s.powerSGD) } : {}),
       raw: { ints: s.ints, strs: s.strs },
     };
   }
@@ -276,9 +303,9 @@ function withTsOptionNames(e: unknown): unknown {
 }
 
 function checkCommHook(hook: string): void {
-  if (!['allreduce', 'fp16', 'bf16'].includes(hook)) {
+  if (!COMM_HOOKS.includes(hook as CommHook)) {
     throw new TypeError(
-      `DistributedDataParallel: commHook must be 'allreduce', 'fp16' or 'bf16', got '${hook}'`,
+      `DistributedDataParallel: commHook must be 'allreduce', 'fp16', 'bf16' or 'powerSGD', got '${hook}'`,
     );
   }
 }

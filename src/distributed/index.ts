@@ -1,6 +1,7 @@
 export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
 export { type DistEnv, readDistEnv } from './env.ts';
 export { DistributedError, explainPeerFault } from './errors.ts';
+export type { PowerSGDOptions, PowerSGDStats } from './powersgd.ts';
 export {
   allGather,
   allReduce,

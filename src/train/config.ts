@@ -28,7 +28,7 @@ export function parseBetas(text: string): [number, number] {
     throw new RangeError(`--betas must be two numbers in [0, 1) separated by a comma, got '${text}'`);
   return [b[0], b[1]];
 }
-export const COMM_HOOKS = ['none', 'allreduce', 'fp16', 'bf16'] as const;
+export const COMM_HOOKS = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'] as const;
 
 /** How a flag's text becomes a value before validation. */
 export type OptionKind = 'int' | 'number' | 'bool' | 'enum' | 'string';
@@ -155,7 +155,17 @@ export const OPTIONS = {
   gradientAsBucketView: boolOpt(false, 'gradients are views into the DDP buckets'),
   staticGraph: boolOpt(false, 'DDP static graph'),
   findUnusedParameters: boolOpt(false, 'DDP searches for parameters without gradients'),
-  commHook: enumOpt(COMM_HOOKS, 'none', 'gradient communication hook (fp16/bf16 compress)'),
+  commHook: enumOpt(
+    COMM_HOOKS,
+    'none',
+    'gradient communication hook (fp16/bf16 compress; powerSGD: low rank)',
+  ),
+  powersgdRank: intOpt(1, 1, 'powerSGD: rank of the gradient approximation (matrix_approximation_rank)'),
+  powersgdStartIter: intOpt(
+    2,
+    1000,
+    'powerSGD: plain all-reduce for this many steps first (start_powerSGD_iter)',
+  ),
   channelsLast: boolOpt(false, 'channels-last memory format'),
   backend: enumOpt(['auto', 'gloo', 'nccl'], 'auto', 'process-group backend'),
   timeout: intOptional(

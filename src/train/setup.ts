@@ -122,6 +122,10 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
             staticGraph: c.staticGraph,
             findUnusedParameters: c.findUnusedParameters,
             commHook: c.commHook === 'none' ? undefined : c.commHook,
+            powerSGD:
+              c.commHook === 'powerSGD'
+                ? { matrixApproximationRank: c.powersgdRank, startPowerSGDIter: c.powersgdStartIter }
+                : undefined,
             processGroup: pg.group,
           });
     const parts: RunParts = {
