@@ -40,7 +40,7 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
   assert.match(md, /Machine: .+, 2 cores/);
   assert.match(md, /PyTorch: torch 2\.\d+/);
   const tables = md.split('\n## ').slice(1);
-  assert.equal(tables.length, 2, md);
+  assert.equal(tables.length, 3, md);
   const rows = (section: string) =>
     section.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| setting'));
   const header = (section: string) => section.split('\n').find((l) => l.startsWith('| setting')) ?? '';
@@ -79,6 +79,18 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
     rows(bucket).map((l) => cells(l)[0]),
     ['1 MiB', '25 MiB'],
   );
+
+  // Achieved FLOP/s: the same model FLOPs on both sides, so the ratio of GFLOP/s is the img/s ratio.
+  const flops = tables[2];
+  assert.match(flops, /^Model FLOP\/s and the share of the CPU’s peak/);
+  assert.match(flops, /Training FLOPs per image .*resnet18-cifar x0.125 16x16, batch 2\/process: \d/);
+  const flopRows = flops.split('\n').filter((l) => l.startsWith('| resnet'));
+  assert.equal(flopRows.length, 4, flops);
+  for (const line of flopRows) {
+    const c = cells(line);
+    assert.ok(Number(c[3]) > 0 && Number(c[5]) > 0, line);
+    if (/Peak \(fp32.*\): \d/.test(flops)) assert.match(c[4], /^\d+\.\d%$/, line);
+  }
 
   const report = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchReport;
   assert.equal(Object.keys(report.cases).length, 4, 'world 2 at 25 MiB is measured once for both tables');

@@ -2,6 +2,7 @@
 // results section quotes) and the JSON with every measured number.
 import { loadavg } from 'node:os';
 import { type BenchCase, caseKey, modelLabel, type ScenarioPlan, type ScenarioRow } from './cases.ts';
+import { cpuPeakFlops, type PeakFlops, trainFlopsPerImage } from './flops.ts';
 import { describeMachine, type MachineInfo } from './machine.ts';
 import type { CaseResult, RunOptions, RunResult } from './runner.ts';
 import { fmt, markdownTable } from './stats.ts';
@@ -25,6 +26,8 @@ export interface BenchReport {
   sides: RunResult['sides'];
   scenarios: ReportScenario[];
   cases: Record<string, CaseResult>;
+  /** Training FLOPs per image by modelLabel (null: not counted), and the CPU's peak. */
+  flops: { perImage: Record<string, number | null>; peak: PeakFlops | null };
 }
 
 const ENV_KEYS = [
@@ -53,7 +56,63 @@ export function buildReport(
     sides: run.sides,
     scenarios: plans.map((p) => ({ ...p, rows: p.rows.map((r) => ({ ...r, key: caseKey(r.case) })) })),
     cases: run.cases,
+    flops: {
+      perImage: Object.fromEntries(
+        [...new Map(plans.flatMap((p) => p.rows.map((r) => [modelLabel(r.case), r.case] as const)))].map(
+          ([label, c]) => [label, trainFlopsPerImage(c)],
+        ),
+      ),
+      peak: cpuPeakFlops(),
+    },
   };
+}
+
+/** Achieved model FLOP/s against the peak of the cores a case used, per side. */
+function flopsSection(r: BenchReport): string[] {
+  const peak = r.flops?.peak;
+  const seen = new Set<string>();
+  const rows: string[][] = [];
+  for (const plan of r.scenarios) {
+    for (const row of plan.rows) {
+      const perImage = r.flops?.perImage[modelLabel(row.case)];
+      if (seen.has(row.key) || !perImage) continue;
+      seen.add(row.key);
+      const res = r.cases[row.key];
+      const cores = row.case.world * row.case.threads;
+      const g = (imgPerS: number | undefined) =>
+        imgPerS === undefined ? '—' : fmt((imgPerS * perImage) / 1e9);
+      const share = (imgPerS: number | undefined) =>
+        imgPerS === undefined || !peak
+          ? '—'
+          : `${((100 * imgPerS * perImage) / (peak.perCore * cores)).toFixed(1)}%`;
+      rows.push([
+        modelLabel(row.case),
+        `${row.label}${plan.name === 'scaling' ? '' : ` (${plan.name})`}`,
+        String(cores),
+        g(res.tsddp.imgPerS),
+        share(res.tsddp.imgPerS),
+        g(res.pytorch?.imgPerS),
+        share(res.pytorch?.imgPerS),
+      ]);
+    }
+  }
+  if (rows.length === 0) return [];
+  const per = Object.entries(r.flops.perImage)
+    .filter(([, f]) => f)
+    .map(([m, f]) => `${m}: ${fmt((f as number) / 1e9)} GFLOP`)
+    .join('; ');
+  return [
+    '## Model FLOP/s and the share of the CPU’s peak',
+    '',
+    `- Training FLOPs per image (6 x the multiply-accumulates of the convolutions and linear layers in one forward; backward = 2 x forward): ${per}`,
+    `- Peak (fp32; bf16 cases are set against it too): ${peak ? `${peak.basis}, times the cores a case uses (world x threads)` : 'unknown on this platform'}`,
+    '',
+    markdownTable(
+      ['model', 'setting', 'cores', 'tsddp GFLOP/s', 'of peak', 'PyTorch GFLOP/s', 'of peak'],
+      rows,
+    ),
+    '',
+  ];
 }
 
 /** Throughput at world N / (N x world 1 with the same threads per process), per side. */
@@ -135,6 +194,7 @@ export function reportMarkdown(r: BenchReport): string {
   for (const plan of r.scenarios) {
     lines.push(`## ${plan.title} — ${modelLabel(plan.rows[0].case)}`, '', scenarioTable(r, plan), '');
   }
+  lines.push(...flopsSection(r));
   if (py) {
     const ratios = Object.values(r.cases).map((c) => c.ratio as number);
     lines.push(
