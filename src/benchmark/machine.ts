@@ -12,7 +12,8 @@ export interface MachineInfo {
   loadAvg1: number;
 }
 
-function cpuModel(): string {
+/** The CPU's model name (/proc/cpuinfo, else os.cpus()). */
+export function cpuModel(): string {
   try {
     const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
     if (m) return m[1].trim();

@@ -8,6 +8,7 @@ import { registerReportCommand } from './report.ts';
 import { registerRunCommand } from './run.ts';
 import { registerSetupCommand } from './setup.ts';
 import { registerTrainCommand } from './train.ts';
+import { registerTuneCommand } from './tune.ts';
 
 const program = new Command('tsddp')
   .description('PyTorch-grade distributed data-parallel training for TypeScript')
@@ -26,6 +27,7 @@ program
 
 registerRunCommand(program);
 registerTrainCommand(program);
+registerTuneCommand(program);
 registerDemoCommand(program);
 registerBenchCommand(program);
 registerReportCommand(program);

@@ -3,6 +3,7 @@
 // a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
 // config it validated (TRAIN_CONFIG_ENV).
 
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -45,6 +46,12 @@ export async function trainCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const underLauncher = process.env.RANK !== undefined;
+  if (args.config.tune) {
+    const nproc = underLauncher ? undefined : nprocOf(args.launch.nprocPerNode);
+    const tuned = await applyTune(args.config, nproc);
+    if (typeof tuned === 'number') return tuned;
+    args = { ...args, config: tuned };
+  }
   if (!underLauncher && args.launch.nprocPerNode !== undefined) return launchWorkers(args);
   if (!underLauncher && Object.keys(args.launch).length > 0) {
     process.stderr.write(
@@ -59,6 +66,70 @@ export async function trainCommand(argv: string[]): Promise<number> {
     );
   }
   return runTrain(args.config);
+}
+
+/**
+ * --tune: the choice in the tune file when it fits this run, else a trial run here (in the
+ * launching process, with each worker's share of the threads) written to the file; the
+ * config comes back with the choice applied and `tune` off (so workers do not tune again).
+ * A worker of another launcher (torchrun) cannot tune alone: every rank must choose the
+ * same, so it needs a tune file made beforehand. Resolves with an exit code on failure.
+ */
+export async function applyTune(
+  config: TrainConfig,
+  nproc: number | undefined,
+  who = 'tsddp train',
+): Promise<TrainConfig | number> {
+  const tuneMod = await import('../train/tune.ts');
+  const { cuda, getNumThreads, setNumThreads } = await import('../core/runtime.ts');
+  const file = tuneFileOf(config);
+  const key = () => tuneMod.tuneKey(config, cuda.isAvailable() ? 'cuda' : 'cpu');
+  const say = (line: string) => process.stderr.write(`${who}: ${line}\n`);
+  const before = getNumThreads();
+  try {
+    let result: ReturnType<typeof tuneMod.readTuneFile>;
+    if (nproc === undefined) {
+      result = file === undefined ? null : tuneMod.readTuneFile(file, key());
+      if (result === null) {
+        say(
+          `error: --tune under a launcher needs a tune file made for this run (${file ?? 'give --tune-file'}): ` +
+            'run `tsddp tune` with the same options first, or start the run with tsddp train --nproc-per-node',
+        );
+        return 2;
+      }
+    } else {
+      const threads = process.env.OMP_NUM_THREADS
+        ? Number(process.env.OMP_NUM_THREADS)
+        : tuneMod.workerThreads(nproc);
+      setNumThreads(threads);
+      result = file === undefined ? null : tuneMod.readTuneFile(file, key());
+      if (result !== null) say(`tune: reusing ${file}`);
+      else {
+        result = await tuneMod.tune(config, { log: say });
+        if (file !== undefined) tuneMod.writeTuneFile(file, result);
+      }
+      for (const line of tuneMod.describeResult(result)) say(line);
+    }
+    return { ...config, tune: false, channelsLast: result.choice.channelsLast, amp: result.choice.amp };
+  } catch (e) {
+    if (!(e instanceof tuneMod.TuneError)) throw e;
+    say(`error: ${e.message}`);
+    return 1;
+  } finally {
+    setNumThreads(before);
+  }
+}
+
+/** --nproc-per-node as a count: a number, or 'cpu'/'auto' (one per core on a CPU machine). */
+export function nprocOf(flag: string | number | undefined): number {
+  const n = Number(flag ?? 1);
+  return Number.isInteger(n) && n > 0 ? n : availableParallelism();
+}
+
+/** --tune-file, else tune.json in the checkpoint folder, else none (the choice is not kept). */
+export function tuneFileOf(config: TrainConfig): string | undefined {
+  if (config.tuneFile !== undefined) return resolve(config.tuneFile);
+  return config.checkpointDir === undefined ? undefined : resolve(config.checkpointDir, 'tune.json');
 }
 
 /** The config a launching `tsddp train` gave this worker, if any. */

@@ -167,6 +167,14 @@ export const OPTIONS = {
     'powerSGD: plain all-reduce for this many steps first (start_powerSGD_iter)',
   ),
   channelsLast: boolOpt(false, 'channels-last memory format'),
+  tune: boolOpt(
+    false,
+    'first time a few steps of each memory format and autocast dtype (bf16 where the hardware has it) and train with the fastest',
+  ),
+  tuneFile: strOpt(
+    'where --tune keeps its choice, reused while model, batch, machine and threads match (default: <checkpoint-dir>/tune.json)',
+    'a file path',
+  ),
   backend: enumOpt(['auto', 'gloo', 'nccl'], 'auto', 'process-group backend'),
   timeout: intOptional(
     1,

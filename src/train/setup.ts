@@ -153,7 +153,7 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
 }
 
 /** The config's ResNet (or the hook's model), seeded the same on every rank, on the device. */
-function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, on: Placement): Module {
+export function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, on: Placement): Module {
   // The same seed on every rank (DDP also broadcasts rank 0's parameters).
   t.manualSeed(c.seed);
   const { numClasses, imageSize } = setup;
@@ -173,7 +173,7 @@ function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, on: Pla
 }
 
 /** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */
-function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optimizer {
+export function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optimizer {
   if (c.optimizer === 'adamw')
     return new AdamW(model.parameters(), { lr, betas: parseBetas(c.betas), weightDecay: c.weightDecay });
   return new SGD(model.parameters(), {
