@@ -56,11 +56,11 @@ except ImportError as e:  # the TS side probes for torch first; this is for dire
     print(json.dumps({"error": f"cannot import torch: {e}"}))
     sys.exit(2)
 
-# The transformer models live next to this file; importing them must not leave
-# __pycache__ in the repository.
+# The transformer models live next to this file (imported when a transformer is asked
+# for: the package ships this file for bench/reference/ddp.py's ResNets, not them);
+# importing them must not leave __pycache__ in the repository.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import transformer_models  # noqa: E402
 
 
 # --- torchvision's ResNet (copied from test/fixtures/nn/resnet_ref.py) ----------------------
@@ -238,6 +238,8 @@ class Session:
         self.forward = lambda: F.cross_entropy(self.model(self.x), self.y)
 
     def _transformer(self, cfg):
+        import transformer_models
+
         b, size = cfg["batch"], cfg["size"]
         if cfg["model"] == "vit_tiny":
             model = transformer_models.vit("vit_tiny", size, 10)

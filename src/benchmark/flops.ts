@@ -70,6 +70,17 @@ export function trainFlopsPerImage(spec: ModelSpec): number | null {
   });
 }
 
+/** cpufreq's maximum clock of CPU 0 in kHz, or null where the kernel does not expose it (VMs). */
+function cpufreqMaxKHz(): number | null {
+  try {
+    return (
+      Number(readFileSync('/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq', 'utf8').trim()) || null
+    );
+  } catch {
+    return null;
+  }
+}
+
 export interface PeakFlops {
   /** Peak fp32 FLOP/s of one core: clock x vector lanes x 2 (FMA) x FMA units. */
   perCore: number;
@@ -78,12 +89,13 @@ export interface PeakFlops {
 }
 
 /**
- * The CPU's fp32 peak from /proc/cpuinfo: the clock it reports, the widest vector unit its
+ * The CPU's fp32 peak from /proc/cpuinfo: the clock (cpufreq's maximum where the kernel
+ * has it, else what /proc/cpuinfo reports), the widest vector unit its
  * flags name (AVX-512: 16 lanes, AVX2 + FMA: 8) and its FMA units per core, which no flag
  * states: 2 on current x86 server cores; AMD's Zen 4 (family 0x19) executes AVX-512 on
  * 256-bit units. Null where /proc/cpuinfo is missing (not Linux).
  */
-export function cpuPeakFlops(cpuinfo?: string): PeakFlops | null {
+export function cpuPeakFlops(cpuinfo?: string, maxKHz: number | null = cpufreqMaxKHz()): PeakFlops | null {
   let text = cpuinfo;
   if (text === undefined) {
     try {
@@ -93,7 +105,12 @@ export function cpuPeakFlops(cpuinfo?: string): PeakFlops | null {
     }
   }
   const field = (k: string) => new RegExp(`^${k}\\s*:\\s*(.+)$`, 'm').exec(text as string)?.[1]?.trim();
-  const mhz = Number(field('cpu MHz'));
+  const reported = Number(field('cpu MHz'));
+  const mhz = maxKHz !== null && maxKHz > 0 ? maxKHz / 1000 : reported;
+  const clock =
+    maxKHz !== null && maxKHz > 0
+      ? 'the maximum clock cpufreq reports'
+      : 'the clock /proc/cpuinfo reports; in a VM often the base clock, so boost can put a case above 100%';
   const flags = new Set((field('flags') ?? '').split(/\s+/));
   if (!(mhz > 0)) return null;
   const amdFamily = field('vendor_id') === 'AuthenticAMD' ? Number(field('cpu family')) : null;
@@ -113,6 +130,6 @@ export function cpuPeakFlops(cpuinfo?: string): PeakFlops | null {
   const perCore = mhz * 1e6 * lanes * 2 * fma;
   return {
     perCore,
-    basis: `${(mhz / 1000).toFixed(2)} GHz (as /proc/cpuinfo reports it) x ${lanes} fp32 lanes (${note}) x 2 (FMA) x ${fma} FMA unit(s) = ${(perCore / 1e9).toFixed(0)} GFLOP/s per core`,
+    basis: `${(mhz / 1000).toFixed(2)} GHz (${clock}) x ${lanes} fp32 lanes (${note}) x 2 (FMA) x ${fma} FMA unit(s) = ${(perCore / 1e9).toFixed(0)} GFLOP/s per core`,
   };
 }
