@@ -6,7 +6,7 @@
 // same training as TypeScript once tsx is installed. Several minutes: the C++ build.
 import assert from 'node:assert/strict';
 import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -73,7 +73,8 @@ test('the tarball holds the compiled package and no tests, fixtures or benchmark
     (p) =>
       /^(test|src|examples|docs|\.ci|native\/build)\//.test(p) ||
       /fixture/i.test(p) ||
-      (p.startsWith('bench/') && p !== 'bench/reference/ddp.py') ||
+      // The reference side of `tsddp bench --reference`: ddp.py and the ResNet it imports.
+      (p.startsWith('bench/') && !['bench/reference/ddp.py', 'bench/reference/train_step.py'].includes(p)) ||
       p.endsWith('.test.ts'),
   );
   assert.deepEqual(unwanted, []);
@@ -105,6 +106,39 @@ test('npm install builds the addons and a 2-rank DDP script runs with npx tsrun 
     assert.ok(r.losses.every(Number.isFinite));
   }
   assert.equal(ranks[0].checksum, ranks[1].checksum, 'DDP replicas differ after training');
+});
+
+test('npx tsddp bench --reference runs the PyTorch side from the installed package', (t) => {
+  const python = join(ROOT, '.venv', 'bin', 'python');
+  if (!existsSync(python)) {
+    t.skip(`no ${python} with torch (scripts/setup.mjs makes one where pip installs torch)`);
+    return;
+  }
+  const out = join(project, 'bench');
+  ok(
+    'npx',
+    [
+      'tsddp',
+      'bench',
+      ...[
+        '--model',
+        'resnet18-cifar',
+        '--width-multiplier',
+        '0.125',
+        '--image-size',
+        '16',
+        '--batch-size',
+        '2',
+      ],
+      ...['--scenarios', 'scaling', '--max-world', '1', '--cores', '1', '--warmup', '1', '--steps', '1'],
+      ...['--repeats', '1', '--reference', '--python', python, '--out', out],
+    ],
+    { env: { ...env, OMP_NUM_THREADS: '1' } },
+  );
+  assert.match(
+    readFileSync(join(out, 'results.md'), 'utf8'),
+    /\| world 1 x 1 thread\(s\) \|\s+[\d.]+ \|\s+[\d.]+ \| [\d.]+x/,
+  );
 });
 
 test('a .ts script without tsx installed is refused with the command to fix it', () => {
