@@ -146,7 +146,7 @@ for (const [name, c] of Object.entries(fixture.optimizers)) {
     runCase(name, c, 'foreach', 'foreach');
     runCase(name, c, 'foreach', 'single');
   });
-  test(`${name}: the default step (per-parameter on CPU, as PyTorch) matches PyTorch's`, () => {
+  test(`${name}: the default step (multi-tensor for float32 on CPU) equals PyTorch's per-parameter default exactly`, () => {
     runCase(name, c, 'default', 'single');
   });
   test(`${name}: fused step matches PyTorch's fused implementation`, () => {
