@@ -16,14 +16,14 @@
 // parameters, 1000 classes, 16 patches + class token instead of 196 + 1 at 224 px, so a
 // CPU step takes about a second; only the position embeddings shrink) at the largest
 // world size, with the communication time per batch and its overlap with backward from
-// DDP's Logger on both sides. The ViT cases run on bench/workers/ddp.ts and
-// bench/reference/ddp.py (bench/lib/ddp-runner.ts); `tsddp bench` offers ResNets only. Writes results.md, results.json and PNG charts to --out (default runs/bench-ddp)
-// and prints the markdown. Both sides inherit this process's environment: set
+// DDP's Logger on both sides. The ViTs run on the ResNets' workers (src/benchmark/
+// session-ts.ts; bench/reference/ddp.py imports transformer_models.py for them); `tsddp
+// bench` offers ResNets only. Writes results.md, results.json and PNG charts to --out
+// (default runs/bench-ddp) and prints the markdown. Both sides inherit this process's environment: set
 // GLIBC_TUNABLES (see bench/train_step.ts) to give both the same allocator settings.
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
-  type BenchModelName,
   BenchOptionError,
   findTorchPython,
   type ModelSpec,
@@ -32,7 +32,6 @@ import {
   type ScenarioPlan,
   type TorchPython,
 } from '../src/benchmark/index.ts';
-import { BENCH_WORKERS, runSuiteWith } from './lib/ddp-runner.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -70,10 +69,9 @@ const MODELS: Record<string, ModelSpec> = {
   32: { model: 'resnet18', stem: 'cifar', widthMultiplier: 1, size: 32, batch: 32 },
   64: { model: 'resnet50', stem: 'imagenet', widthMultiplier: 1, size: 64, batch: 8 },
   224: { model: 'resnet50', stem: 'imagenet', widthMultiplier: 1, size: 224, batch: 4 },
-  // Not BenchModelNames: measured through bench/lib/ddp-runner.ts's workers. The 'cifar'
-  // stem setting means 10 classes here (there is no stem).
-  vit32: { model: 'vit_tiny' as BenchModelName, stem: 'cifar', widthMultiplier: 1, size: 32, batch: 32 },
-  vitb64: { model: 'vit_b_16' as BenchModelName, stem: 'imagenet', widthMultiplier: 1, size: 64, batch: 8 },
+  // ViTs have no stem: the 'cifar' setting means 10 classes.
+  vit32: { model: 'vit_tiny', stem: 'cifar', widthMultiplier: 1, size: 32, batch: 32 },
+  vitb64: { model: 'vit_b_16', stem: 'imagenet', widthMultiplier: 1, size: 64, batch: 8 },
 };
 const sizes = opts.sizes.split(',').map((s) => s.trim());
 for (const s of sizes) {
@@ -89,7 +87,6 @@ const plans: ScenarioPlan[] = [];
 for (const s of sizes) if (s !== 'vitb64') plans.push(...planScenarios(MODELS[s], ['scaling'], plan));
 for (const s of ['64', 'vitb64'])
   if (sizes.includes(s)) plans.push(...planScenarios(MODELS[s], ['bucket'], plan));
-const vit = sizes.some((s) => s.startsWith('vit'));
 
 let reference: TorchPython | null = null;
 try {
@@ -107,6 +104,6 @@ const suite = {
   out: opts.out,
   log: (line: string) => process.stderr.write(`${line}\n`),
 };
-const r = vit ? await runSuiteWith(suite, BENCH_WORKERS) : await runSuite(suite);
+const r = await runSuite(suite);
 console.log(r.markdown);
 console.error(`wrote ${r.files.join(', ')}`);

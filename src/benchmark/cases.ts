@@ -2,8 +2,16 @@
 // vary one setting of a base case: scaling over world sizes, the bucket-size sweep,
 // AMP, gradient accumulation, comm hooks and channels-last.
 
+/** The models `tsddp bench --model` offers. */
 export const MODELS = ['resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152'] as const;
-export type BenchModelName = (typeof MODELS)[number];
+export type ResNetName = (typeof MODELS)[number];
+/**
+ * Also measurable, by bench/ddp.ts (not offered by `tsddp bench`: their PyTorch side,
+ * bench/reference/transformer_models.py, does not ship): tsddp's vitTiny (32 px, 4 px
+ * patches; the 'cifar' stem setting means 10 classes) and torchvision's vit_b_16.
+ */
+export const VIT_MODELS = ['vit_tiny', 'vit_b_16'] as const;
+export type BenchModelName = ResNetName | (typeof VIT_MODELS)[number];
 export const HOOKS = ['none', 'allreduce', 'fp16', 'bf16'] as const;
 export type BenchHook = (typeof HOOKS)[number];
 export const SCENARIOS = ['scaling', 'bucket', 'amp', 'accum', 'hooks', 'channels-last'] as const;

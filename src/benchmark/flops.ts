@@ -8,9 +8,10 @@ import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/in
 import { Conv2d } from '../nn/layers/conv.ts';
 import { Linear } from '../nn/layers/linear.ts';
 import type { Module } from '../nn/module.ts';
-import type { BenchModelName, ModelSpec } from './cases.ts';
+import type { ModelSpec, ResNetName } from './cases.ts';
 
-const BUILDERS: Record<BenchModelName, typeof resnet18> = {
+// ResNets only: a transformer's attention matmuls are not layers this count sees.
+const BUILDERS: Record<ResNetName, typeof resnet18> = {
   resnet18,
   resnet34,
   resnet50,
@@ -57,7 +58,7 @@ export function forwardMacs(model: Module, x: t.Tensor): number {
  * 3x-forward count (PyTorch's FlopCounterMode counts convolutions and matmuls this way).
  */
 export function trainFlopsPerImage(spec: ModelSpec): number | null {
-  const build = BUILDERS[spec.model];
+  const build = BUILDERS[spec.model as ResNetName];
   if (!build) return null;
   return t.tidy(() => {
     const model = build({

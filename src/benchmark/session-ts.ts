@@ -1,25 +1,38 @@
-// The tsddp side of one benchmark case on one rank: a ResNet wrapped in
-// DistributedDataParallel, SGD, and one fixed synthetic batch, stepped like the PyTorch
-// side (bench/reference/ddp.py) steps its model.
+// The tsddp side of one benchmark case on one rank: the case's model (a ResNet, or a ViT
+// for bench/ddp.ts) wrapped in DistributedDataParallel, SGD, and one fixed synthetic
+// batch, stepped like the PyTorch side (bench/reference/ddp.py) steps its model.
 import { autocast } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import { type CommHook, DistributedDataParallel } from '../distributed/index.ts';
-import { type ResNet, resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
+import { resnet18, resnet34, resnet50, resnet101, resnet152, vitB16, vitTiny } from '../models/index.ts';
+import type { Module } from '../nn/module.ts';
 import { SGD } from '../optim/index.ts';
 import type { BenchCase, BenchModelName } from './cases.ts';
 import type { CommSample, StepSample, StepsAnswer } from './protocol.ts';
 
-const BUILDERS: Record<BenchModelName, typeof resnet18> = {
-  resnet18,
-  resnet34,
-  resnet50,
-  resnet101,
-  resnet152,
+const resnet =
+  (build: typeof resnet18) =>
+  (c: BenchCase, numClasses: number): Module =>
+    build({ numClasses, stem: c.stem, widthMultiplier: c.widthMultiplier });
+const vit =
+  (build: typeof vitTiny) =>
+  (c: BenchCase, numClasses: number): Module => {
+    if (c.channelsLast) throw new RangeError('ViT cases run channels-first only');
+    return build({ imageSize: c.size, numClasses });
+  };
+const BUILDERS: Record<BenchModelName, (c: BenchCase, numClasses: number) => Module> = {
+  resnet18: resnet(resnet18),
+  resnet34: resnet(resnet34),
+  resnet50: resnet(resnet50),
+  resnet101: resnet(resnet101),
+  resnet152: resnet(resnet152),
+  vit_tiny: vit(vitTiny),
+  vit_b_16: vit(vitB16),
 };
 
 export class TsDdpSession {
-  private readonly model: ResNet;
-  private readonly ddp: DistributedDataParallel<ResNet>;
+  private readonly model: Module;
+  private readonly ddp: DistributedDataParallel<Module>;
   private readonly opt: SGD;
   private readonly x: t.Tensor;
   private readonly y: t.Tensor;
@@ -33,7 +46,7 @@ export class TsDdpSession {
   ) {
     t.manualSeed(0);
     const numClasses = c.stem === 'cifar' ? 10 : 1000;
-    this.model = BUILDERS[c.model]({ numClasses, stem: c.stem, widthMultiplier: c.widthMultiplier });
+    this.model = BUILDERS[c.model](c, numClasses);
     this.model.train();
     if (c.channelsLast) this.model.to({ memoryFormat: 'channelsLast' });
     this.params = this.model.parameters().length;
