@@ -9,6 +9,7 @@ import { Conv2d } from '../nn/layers/conv.ts';
 import { Linear } from '../nn/layers/linear.ts';
 import type { Module } from '../nn/module.ts';
 import type { ModelSpec, ResNetName } from './cases.ts';
+import { cpuFlags, cpuinfoField, readCpuinfo } from './machine.ts';
 
 // ResNets only: a transformer's attention matmuls are not layers this count sees.
 const BUILDERS: Record<ResNetName, typeof resnet18> = {
@@ -97,22 +98,16 @@ export interface PeakFlops {
  * 256-bit units. Null where /proc/cpuinfo is missing (not Linux).
  */
 export function cpuPeakFlops(cpuinfo?: string, maxKHz: number | null = cpufreqMaxKHz()): PeakFlops | null {
-  let text = cpuinfo;
-  if (text === undefined) {
-    try {
-      text = readFileSync('/proc/cpuinfo', 'utf8');
-    } catch {
-      return null;
-    }
-  }
-  const field = (k: string) => new RegExp(`^${k}\\s*:\\s*(.+)$`, 'm').exec(text as string)?.[1]?.trim();
+  const text = cpuinfo ?? readCpuinfo();
+  if (text === null) return null;
+  const field = (k: string) => cpuinfoField(text, k);
   const reported = Number(field('cpu MHz'));
   const mhz = maxKHz !== null && maxKHz > 0 ? maxKHz / 1000 : reported;
   const clock =
     maxKHz !== null && maxKHz > 0
       ? 'the maximum clock cpufreq reports'
       : 'the clock /proc/cpuinfo reports; in a VM often the base clock, so boost can put a case above 100%';
-  const flags = new Set((field('flags') ?? '').split(/\s+/));
+  const flags = cpuFlags(text);
   if (!(mhz > 0)) return null;
   const amdFamily = field('vendor_id') === 'AuthenticAMD' ? Number(field('cpu family')) : null;
   let lanes = flags.has('avx512f')

@@ -12,15 +12,30 @@ export interface MachineInfo {
   loadAvg1: number;
 }
 
+/** /proc/cpuinfo's text, or null where there is none (not Linux). */
+export function readCpuinfo(): string | null {
+  try {
+    return readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** The first value of `key` in /proc/cpuinfo's text (its first CPU's), trimmed. */
+export function cpuinfoField(text: string, key: string): string | undefined {
+  return new RegExp(`^${key}\\s*:\\s*(.+)$`, 'm').exec(text)?.[1]?.trim();
+}
+
+/** The CPU's feature flags (avx2, avx512f, avx512_bf16, ...) from /proc/cpuinfo's text. */
+export function cpuFlags(text: string): Set<string> {
+  return new Set((cpuinfoField(text, 'flags') ?? '').split(/\s+/));
+}
+
 /** The CPU's model name (/proc/cpuinfo, else os.cpus()). */
 export function cpuModel(): string {
-  try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    if (m) return m[1].trim();
-  } catch {
-    // not Linux: os.cpus() below
-  }
-  return cpus()[0]?.model?.trim() || 'unknown CPU';
+  const text = readCpuinfo();
+  const name = text === null ? undefined : cpuinfoField(text, 'model name');
+  return name || cpus()[0]?.model?.trim() || 'unknown CPU';
 }
 
 export function machineInfo(): MachineInfo {

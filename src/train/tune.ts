@@ -8,10 +8,10 @@
 // What is tuned keeps the results within the untuned run's tolerance: channels-last
 // changes only the memory layout, and bf16 autocast is the tested AMP path.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { autocast } from '../amp/index.ts';
-import { cpuModel } from '../benchmark/machine.ts';
+import { cpuFlags, cpuModel, readCpuinfo } from '../benchmark/machine.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
 import { resolveStem, type TrainConfig } from './config.ts';
@@ -59,15 +59,9 @@ export class TuneError extends Error {
 /** Whether this machine executes bf16 natively: a CUDA device, or a CPU with AVX512-BF16 or AMX. */
 export function nativeBf16(deviceType: 'cpu' | 'cuda', cpuinfo?: string): { yes: boolean; why: string } {
   if (deviceType === 'cuda') return { yes: true, why: 'a CUDA device' };
-  let text = cpuinfo;
-  if (text === undefined) {
-    try {
-      text = readFileSync('/proc/cpuinfo', 'utf8');
-    } catch {
-      return { yes: false, why: 'no /proc/cpuinfo to read the CPU flags from' };
-    }
-  }
-  const flags = new Set((/^flags\s*:\s*(.+)$/m.exec(text)?.[1] ?? '').split(/\s+/));
+  const text = cpuinfo ?? readCpuinfo();
+  if (text === null) return { yes: false, why: 'no /proc/cpuinfo to read the CPU flags from' };
+  const flags = cpuFlags(text);
   const has = ['avx512_bf16', 'amx_bf16'].filter((f) => flags.has(f));
   return has.length > 0
     ? { yes: true, why: `the CPU reports ${has.join(' and ')}` }
@@ -105,6 +99,8 @@ export function readTuneFile(file: string, key: TuneKey): TuneResult | null {
   }
   if (
     r?.version !== 1 ||
+    typeof r.key !== 'object' ||
+    r.key === null ||
     typeof r.choice?.channelsLast !== 'boolean' ||
     !['off', 'bf16'].includes(r.choice?.amp)
   )
@@ -250,7 +246,7 @@ function median(v: number[]): number {
 
 const round = (x: number) => Math.round(x * 100) / 100;
 
-/** The process's intra-op threads when a launcher gives each of `nproc` workers an equal share. */
+/** The intra-op threads tsrun gives each of `nproc` workers (launch/options.ts: ompNumThreads). */
 export function workerThreads(nproc: number): number {
-  return Math.max(1, Math.floor(cpus().length / nproc));
+  return Math.max(1, Math.floor(availableParallelism() / nproc));
 }
