@@ -7,6 +7,9 @@
 #include <mutex>
 
 #include "distributed.h"
+#ifdef TSDDP_CUDA
+#include "cuda/cuda.h"
+#endif
 
 namespace tsddp {
 namespace {
@@ -42,6 +45,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initRandom(env, exports);
   initProcessGroup(env, exports);
   initReducer(env, exports);
+#ifdef TSDDP_CUDA
+  initCuda(env, exports);
+#endif
   return exports;
 }
 }  // namespace

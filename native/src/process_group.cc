@@ -17,6 +17,10 @@
 #include <cstring>
 #include <thread>
 
+#ifdef TSDDP_CUDA
+#include "cuda/cuda.h"
+#endif
+
 namespace tsddp {
 
 Table<c10d::Store>& stores() {
@@ -277,45 +281,74 @@ Napi::Value StoreDestroy(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------------------
 // Process groups
 
-// processGroupNew(storeHandle, rank, size, backend, timeoutMs, hostname?, prefix?, interfaces?)
-// -> handle. `interfaces` (GLOO_SOCKET_IFNAME: comma-separated) gives one Gloo device per
-// interface and wins over `hostname`.
+// The Gloo backend of a group, over PrefixStore("cpu/", prefix) as torch.distributed's.
+c10::intrusive_ptr<c10d::Backend> makeGloo(const c10::intrusive_ptr<c10d::Store>& prefix, int rank, int size,
+                                           std::chrono::milliseconds timeout, const std::string& hostname,
+                                           const std::string& interfaces) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  for (size_t start = 0; start < interfaces.size();) {
+    size_t end = std::min(interfaces.find(',', start), interfaces.size());
+    if (end > start) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interfaces.substr(start, end - start)));
+    start = end + 1;
+  }
+  if (opts->devices.empty()) {
+    opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                             : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  }
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("cpu/", prefix),
+                                                          rank, size, opts);
+  // As torch.distributed's init_process_group: rank 0 draws the group's sequence number
+  // and publishes it in the store (SEQ_NUM_STORE_KEY), the others read it; a PyTorch
+  // rank in the same world waits for that key.
+  gloo->setSequenceNumberForGroup();
+  return gloo;
+}
+
+// processGroupNew(storeHandle, rank, size, backends, timeoutMs, hostname?, prefix?, interfaces?,
+// cudaDevice?) -> handle. `backends` is 'gloo', 'nccl' or 'gloo,nccl' (torch.distributed's
+// "cpu:gloo,cuda:nccl"). `interfaces` (GLOO_SOCKET_IFNAME: comma-separated) gives one Gloo
+// device per interface and wins over `hostname`. `cudaDevice` (>= 0) connects NCCL
+// eagerly on that device, as init_process_group's device_id.
 // `prefix` is the store prefix of the group: torch.distributed's key layout by default
-// (default_pg/0/, then cpu/ for Gloo), or tsrun's per-attempt one.
+// (default_pg/0/, then cpu/ for Gloo and cuda/ for NCCL), or tsrun's per-attempt one.
 Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
   const char* what = "initProcessGroup";
   Napi::Env env = info.Env();
   auto store = stores().get(env, info[0], what);
   int rank = info[1].As<Napi::Number>().Int32Value();
   int size = info[2].As<Napi::Number>().Int32Value();
-  std::string backend = strArg(info[3], what);
+  std::string backends = strArg(info[3], what);
   auto timeout = msArg(info[4], 1800000);
   std::string hostname = info.Length() > 5 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
   std::string prefixName = info.Length() > 6 && info[6].IsString() ? info[6].As<Napi::String>().Utf8Value() : "default_pg";
   std::string interfaces = info.Length() > 7 && info[7].IsString() ? info[7].As<Napi::String>().Utf8Value() : "";
+  int cudaDevice = info.Length() > 8 && info[8].IsNumber() ? info[8].As<Napi::Number>().Int32Value() : -1;
+  bool useGloo = backends == "gloo" || backends == "gloo,nccl";
+  bool useNccl = backends == "nccl" || backends == "gloo,nccl";
   return guarded(env, what, [&]() -> Napi::Value {
-    if (backend != "gloo")
-      throw std::runtime_error("backend '" + backend + "' is not available in this build (only 'gloo')");
+    if (!useGloo && !useNccl) throw std::runtime_error("unknown backend '" + backends + "'");
+#ifndef TSDDP_CUDA
+    if (useNccl)
+      throw std::runtime_error(
+          "backend 'nccl' is not built into this addon (its libtorch has no CUDA); use 'gloo'");
+#endif
     auto prefix = c10::make_intrusive<c10d::PrefixStore>(prefixName, store);
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    for (size_t start = 0; start < interfaces.size();) {
-      size_t end = std::min(interfaces.find(',', start), interfaces.size());
-      if (end > start) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interfaces.substr(start, end - start)));
-      start = end + 1;
-    }
-    if (opts->devices.empty()) {
-      opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                               : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
-    }
-    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>("cpu/", prefix), rank, size, opts);
-    // As torch.distributed's init_process_group: rank 0 draws the group's sequence number
-    // and publishes it in the store (SEQ_NUM_STORE_KEY), the others read it; a PyTorch
-    // rank in the same world waits for that key.
-    gloo->setSequenceNumberForGroup();
     auto pg = c10::make_intrusive<c10d::ProcessGroup>(prefix, rank, size);
-    pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
-    pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    if (useGloo) {
+      auto gloo = makeGloo(prefix, rank, size, timeout, hostname, interfaces);
+      pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+      // Gloo alone also serves CUDA tensors, as torch.distributed's 'gloo' does.
+      if (!useNccl) pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, gloo);
+      pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    }
+#ifdef TSDDP_CUDA
+    if (useNccl) {
+      auto nccl = makeNcclBackend(prefix, rank, size, timeout, cudaDevice);
+      pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
+      pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+      if (cudaDevice >= 0) pg->setBoundDeviceId(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cudaDevice)));
+    }
+#endif
     pg->setGroupName("0");
     pg->setGroupDesc("default_pg");
     return Napi::Number::New(env, processGroups().put(pg));

@@ -116,6 +116,11 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("cudaAvailable", at::detail::getCUDAHooks().hasCUDA());
   o.Set("cudaDeviceCount", at::detail::getCUDAHooks().deviceCount());
   o.Set("cudaCompiled", at::hasCUDA() || at::detail::getCUDAHooks().hasCUDA());
+#ifdef TSDDP_CUDA
+  o.Set("cudaBuilt", true);  // this addon's CUDA part (NCCL, cuda.* calls) is compiled in
+#else
+  o.Set("cudaBuilt", false);
+#endif
   o.Set("threads", at::get_num_threads());
   o.Set("parallelInfo", at::get_parallel_info());
   o.Set("compiler", __VERSION__);
@@ -123,6 +128,12 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("buildFlags", TSDDP_BUILD_FLAGS);
 #endif
   return o;
+}
+
+// torch.backends.cudnn.benchmark: libtorch's global switch (it only matters on CUDA).
+Napi::Value CudnnBenchmark(const Napi::CallbackInfo& info) {
+  if (info.Length() > 0 && info[0].IsBoolean()) at::globalContext().setBenchmarkCuDNN(info[0].As<Napi::Boolean>());
+  return Napi::Boolean::New(info.Env(), at::globalContext().benchmarkCuDNN());
 }
 
 }  // namespace
@@ -145,6 +156,7 @@ void initRandom(Napi::Env env, Napi::Object exports) {
   exports.Set("getNumThreads", Napi::Function::New(env, GetNumThreads));
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads));
   exports.Set("buildInfo", Napi::Function::New(env, BuildInfo));
+  exports.Set("cudnnBenchmark", Napi::Function::New(env, CudnnBenchmark));
 }
 
 }  // namespace tsddp

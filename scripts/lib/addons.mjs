@@ -8,10 +8,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
+import { cudaIncludeDirs, torchHasCuda } from './cuda.mjs';
 import { fail, onPath, run } from './proc.mjs';
 
 // Bump when the build command below changes, so existing builds are redone.
-const RECIPE = 1;
+const RECIPE = 2;
 
 export const addonPaths = (root) => ({
   addon: join(root, 'native', 'build', 'Release', 'tsddp.node'),
@@ -87,6 +88,24 @@ export function inputsHash(root, torch, glooRoot) {
   return h.digest('hex');
 }
 
+/**
+ * CMake's TSDDP_CUDA flags: the CUDA part (NCCL, torch.cuda's calls) is built when this
+ * torch has CUDA and the headers it needs are found; a CUDA torch without them (no NCCL
+ * headers) builds the CPU part only and says so.
+ */
+export function cudaFlags(torchDir, log = (msg) => console.log(`tsddp setup: ${msg}`)) {
+  if (!torchHasCuda(torchDir)) return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
+  const dirs = cudaIncludeDirs(torchDir);
+  const has = (h) => dirs.some((d) => existsSync(join(d, h)));
+  if (!has('nccl.h') || !has('cuda_runtime_api.h')) {
+    log(
+      `CUDA torch, but no ${has('nccl.h') ? 'CUDA runtime' : 'NCCL'} headers: building without the CUDA part (no NCCL)`,
+    );
+    return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
+  }
+  return ['--CDTSDDP_CUDA=ON', `--CDTSDDP_CUDA_INCLUDE=${dirs.join(';')}`];
+}
+
 export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
   const env = { ...process.env };
   // Use the running node's own headers when installed next to it; cmake-js otherwise takes
@@ -118,6 +137,7 @@ export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
   // old one. Never pass /usr/include itself: -isystem on it breaks libstdc++'s include_next.
   const gloo = glooRoot === '/usr/include' ? '' : glooRoot;
   common.push(`--CDCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=${gloo}`);
+  common.push(...cudaFlags(torch.dir));
   // configure every time (a second or two) so a changed TORCH_DIR/ABI is never stale
   // in CMakeCache; rebuild wipes native/build first (ccache keeps it cheap).
   const opts = { env, cwd: root };

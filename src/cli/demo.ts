@@ -25,7 +25,7 @@ export function registerDemoCommand(program: Command): void {
     .command('demo')
     .description('train a small ResNet with DDP on 2 local workers on Shapes, then report')
     .option('--out <dir>', 'where the checkpoints, metrics and report go', 'runs/demo')
-    .option('--nproc-per-node <n>', 'workers', '2')
+    .option('--nproc-per-node <n>', 'workers (default: one per GPU, else 2)')
     .action(async (opts: { out: string; nprocPerNode?: string }) => {
       process.exitCode = await demo(opts);
     });
@@ -33,8 +33,9 @@ export function registerDemoCommand(program: Command): void {
 
 async function demo(opts: { out: string; nprocPerNode?: string }): Promise<number> {
   const out = resolve(opts.out);
-  // CPU and Gloo: this addon does not build NCCL yet (see the README's limits).
-  const nproc = opts.nprocPerNode ?? '2';
+  // One worker per GPU where there are GPUs (NCCL, by backend 'auto'), else 2 CPU workers on Gloo.
+  const { cuda } = await import('../core/runtime.ts');
+  const nproc = opts.nprocPerNode ?? (cuda.isAvailable() ? 'gpu' : '2');
   const metrics = resolve(out, 'metrics.jsonl');
   const checkpoints = resolve(out, 'checkpoints');
   const started = performance.now();

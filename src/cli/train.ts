@@ -46,6 +46,10 @@ export async function trainCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const underLauncher = process.env.RANK !== undefined;
+  if (!underLauncher && args.launch.nprocPerNode === undefined && (await cudaDeviceCount()) > 1) {
+    // Several GPUs: one process per GPU, as the DDP recipe runs (torchrun --nproc-per-node gpu).
+    args = { ...args, launch: { ...args.launch, nprocPerNode: 'gpu' } };
+  }
   if (args.config.tune) {
     const nproc = underLauncher ? undefined : nprocOf(args.launch.nprocPerNode);
     const tuned = await applyTune(args.config, nproc);
@@ -118,6 +122,11 @@ export async function applyTune(
   } finally {
     setNumThreads(before);
   }
+}
+
+async function cudaDeviceCount(): Promise<number> {
+  const { cuda } = await import('../core/runtime.ts');
+  return cuda.isAvailable() ? cuda.deviceCount() : 0;
 }
 
 /** --nproc-per-node as a count: a number, or 'cpu'/'auto' (one per core on a CPU machine). */

@@ -18,7 +18,7 @@ export type { RemovableHandle, TensorHook } from './hooks.ts';
 export * from './ops.ts';
 export * as ops from './ops.ts';
 export { defaultGenerator, Generator, manualSeed } from './random.ts';
-export { buildInfo, cuda, getNumThreads, setNumThreads } from './runtime.ts';
+export { backends, buildInfo, CudaError, cuda, getNumThreads, setNumThreads } from './runtime.ts';
 export { keep, memory, Scope, scope, tidy, tidyAsync } from './scope.ts';
 export {
   type BackwardOptions,

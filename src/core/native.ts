@@ -107,6 +107,7 @@ export interface NativeAddon {
     hostname?: string,
     prefix?: string,
     interfaces?: string,
+    cudaDevice?: number,
   ): number;
   processGroupDestroy(pg: number): void;
   allReduce(pg: number, tensor: number, op: string, timeoutMs?: number): Promise<void>;
@@ -146,6 +147,8 @@ export interface NativeAddon {
     };
   };
   ddpDestroy(h: number): void;
+  /** torch.backends.cudnn.benchmark: sets it when given, returns it. */
+  cudnnBenchmark(on?: boolean): boolean;
 }
 
 export interface BuildInfo {
@@ -153,6 +156,8 @@ export interface BuildInfo {
   cudaAvailable: boolean;
   cudaDeviceCount: number;
   cudaCompiled: boolean;
+  /** The addon's CUDA part (native/src/cuda: NCCL, torch.cuda's calls) is compiled in. */
+  cudaBuilt: boolean;
   threads: number;
   parallelInfo: string;
   compiler: string;

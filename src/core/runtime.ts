@@ -1,4 +1,4 @@
-// Threads, CUDA availability and build facts.
+// Threads and build facts; torch.cuda is core/cuda.ts.
 import { type BuildInfo, native } from './native.ts';
 
 /** Size of libtorch's intra-op thread pool (set from OMP_NUM_THREADS at start). */
@@ -12,14 +12,7 @@ export function setNumThreads(n: number): void {
   native.setNumThreads(n);
 }
 
-export const cuda = {
-  isAvailable(): boolean {
-    return native.buildInfo().cudaAvailable;
-  },
-  deviceCount(): number {
-    return native.buildInfo().cudaDeviceCount;
-  },
-};
+export { backends, CudaError, cuda } from './cuda.ts';
 
 export function buildInfo(): BuildInfo {
   return native.buildInfo();

@@ -46,6 +46,8 @@ const toOp = rawOp('aten::to', 'dtype_layout');
 const contiguousOp = rawOp('aten::contiguous', '');
 const cloneOp = rawOp('aten::clone', '');
 const detachOp = rawOp('aten::detach', '');
+const pinMemoryOp = rawOp('aten::pin_memory', '');
+const isPinnedOp = rawOp('aten::is_pinned', '');
 const numpyTOp = rawOp('aten::numpy_T', '');
 const mTOp = rawOp('aten::mT', '');
 
@@ -280,6 +282,17 @@ export class Tensor implements Handle {
   }
   cuda(index = 0): Tensor {
     return this.to(`cuda:${index}`);
+  }
+  /**
+   * A copy in page-locked (pinned) host memory, from which `to('cuda', { nonBlocking: true })`
+   * copies asynchronously. Needs CUDA, as in PyTorch.
+   */
+  pinMemory(): Tensor {
+    return wrap(native.call(pinMemoryOp(), this.h, null) as number);
+  }
+  /** Whether this CPU tensor is in pinned host memory (false without CUDA). */
+  isPinned(): boolean {
+    return native.call(isPinnedOp(), this.h, null) as boolean;
   }
 
   // --- data out -----------------------------------------------------------------------

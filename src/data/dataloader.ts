@@ -74,6 +74,8 @@ function isModuleRef(v: unknown): v is ModuleRef {
  * workers: each sample's random stream (`ctx.rng`) depends only on the seed, the epoch
  * and the sample, not on which worker loads it.
  */
+let warnedNoPin = false;
+
 export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements AsyncIterable<B> {
   readonly dataset: Dataset<S>;
   readonly batchSampler: Sampler<number[]>;
@@ -114,6 +116,14 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
       throw new RangeError('DataLoader: persistentWorkers needs numWorkers > 0');
     }
     this.pinMemory = opts.pinMemory ?? false;
+    if (this.pinMemory && !t.cuda.isAvailable() && !warnedNoPin) {
+      // As torch.utils.data.DataLoader: a warning, then batches stay in pageable memory.
+      warnedNoPin = true;
+      process.emitWarning(
+        "DataLoader: 'pinMemory' is set but no CUDA device is available, so batches are not pinned",
+        'TsddpWarning',
+      );
+    }
     this.timeoutMs = opts.timeoutMs ?? 0;
     this.skipBadSamples = opts.skipBadSamples;
     if (
@@ -331,7 +341,7 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
       if (Array.isArray(v)) return v;
       let x = t.fromBuffer(v.data, v.shape, v.dtype);
       if (pin) {
-        const pinned = t.ops.call('aten::pin_memory', x) as t.Tensor;
+        const pinned = x.pinMemory();
         x.dispose();
         x = pinned;
       }

@@ -20,6 +20,8 @@ export interface InitOptions {
   timeoutMs?: number;
   /** An existing store (then initMethod is ignored). */
   store?: Store;
+  /** The CUDA device NCCL connects on at init (PyTorch's device_id); default: the current one. */
+  deviceId?: number;
 }
 
 /** A group of processes that run collectives together. */
@@ -199,6 +201,27 @@ function glooHostname(masterAddr: string): string {
 }
 
 /**
+ * The backends of the default group, as torch.distributed's: 'auto' is Gloo for CPU
+ * tensors plus NCCL for CUDA tensors where CUDA is available (and built into the addon);
+ * 'gloo' alone serves both devices; 'nccl' serves CUDA tensors only.
+ */
+function resolveBackends(requested: Backend, rank: number): string {
+  const nccl = cuda.isAvailable() && cuda.isBuilt();
+  if (requested === 'auto') return nccl ? 'gloo,nccl' : 'gloo';
+  if (requested === 'nccl' && !nccl) {
+    const why = !cuda.isAvailable()
+      ? 'no CUDA device is available'
+      : 'this tsddp addon was built without its CUDA part (no CUDA/NCCL headers at build time)';
+    throw new DistributedError(
+      `initProcessGroup(): backend 'nccl' needs CUDA: ${why}; use 'gloo'`,
+      'init',
+      rank,
+    );
+  }
+  return requested;
+}
+
+/**
  * Joins the default process group, like torch.distributed.init_process_group. Blocks
  * until every rank has joined (or the timeout passes).
  */
@@ -213,14 +236,11 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
   if (!['gloo', 'nccl', 'auto'].includes(requested)) {
     throw new TypeError(`initProcessGroup(): backend must be 'gloo', 'nccl' or 'auto', got '${requested}'`);
   }
-  const backend = requested === 'auto' ? (cuda.isAvailable() ? 'nccl' : 'gloo') : requested;
-  if (backend === 'nccl') {
-    throw new DistributedError(
-      "initProcessGroup(): NCCL is not built into this tsddp addon (CPU libtorch); use backend 'gloo'",
-      'init',
-      opts.rank ?? -1,
-    );
-  }
+  const backends = resolveBackends(requested, opts.rank ?? -1);
+  const backend = backends.includes('nccl') ? 'nccl' : 'gloo';
+  // NCCL connects on one device: deviceId (init_process_group's device_id), else the
+  // current one (cuda.setDevice). Connecting at init makes every rank meet here.
+  const cudaDevice = backend === 'nccl' ? (opts.deviceId ?? cuda.currentDevice()) : -1;
   const timeoutMs = opts.timeoutMs ?? 30 * 60_000;
   const { store, rank, worldSize, hostname, prefix } = parseInit(opts);
   if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
@@ -236,11 +256,12 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
     store.h,
     rank,
     worldSize,
-    backend,
+    backends,
     timeoutMs,
     hostname,
     prefix,
     interfaces,
+    cudaDevice,
   );
   const allTsddp = store.add(membersKey, 0) >= worldSize;
   defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs, allTsddp);

@@ -175,7 +175,15 @@ export const OPTIONS = {
     'where --tune keeps its choice, reused while model, batch, machine and threads match (default: <checkpoint-dir>/tune.json)',
     'a file path',
   ),
-  backend: enumOpt(['auto', 'gloo', 'nccl'], 'auto', 'process-group backend'),
+  backend: enumOpt(
+    ['auto', 'gloo', 'nccl'],
+    'auto',
+    'process-group backend (auto: NCCL for CUDA tensors where CUDA is, Gloo for CPU ones)',
+  ),
+  cudnnBenchmark: boolOpt(
+    true,
+    "let cuDNN time its convolution kernels at the first step and keep the fastest (CUDA; PyTorch's torch.backends.cudnn.benchmark)",
+  ),
   timeout: intOptional(
     1,
     'seconds a collective or the rendezvous waits for a peer before the run fails (default: 300 on one node, 1800 across nodes; PyTorch: 1800)',

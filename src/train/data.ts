@@ -206,7 +206,8 @@ export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, wor
     numWorkers: c.workers,
     prefetchFactor: c.prefetch,
     persistentWorkers: c.persistentWorkers && c.workers > 0,
-    pinMemory: c.pinMemory,
+    // Pinned batches only help (and only exist) with CUDA; on CPU the flag means nothing.
+    pinMemory: c.pinMemory && t.cuda.isAvailable(),
     skipBadSamples: c.skipBadSamples,
   };
   // dropLast: every step sees full batches on every rank (same loss scale, no ragged DDP step).

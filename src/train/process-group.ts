@@ -1,9 +1,10 @@
 // Where this process sits in the run: the process group of a launched run (tsrun/torchrun
 // set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; distributed/env.ts reads them), the one
 // the caller already initialized, or none (one process alone). Architecture §5, §9.
+import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { announceStoreWait } from '../distributed/store-probe.ts';
-import type { TrainConfig } from './config.ts';
+import { ConfigError, type TrainConfig } from './config.ts';
 
 export interface RunPlacement {
   group: dist.ProcessGroup | null;
@@ -46,6 +47,16 @@ export async function joinProcessGroup(
   }
   if (denv === null) {
     return { group: null, rank: 0, worldSize: 1, localRank: 0, restartCount, created: false };
+  }
+  // One process per GPU: LOCAL_RANK's device is this process's current one, which NCCL
+  // and every CUDA tensor of the run use (PyTorch's torch.cuda.set_device(local_rank)).
+  if (t.cuda.isAvailable()) {
+    const n = t.cuda.deviceCount();
+    if (denv.localRank >= n) {
+      const msg = `LOCAL_RANK ${denv.localRank} but this node has ${n} CUDA device(s): start one process per GPU (--nproc-per-node gpu)`;
+      throw new ConfigError(msg, [msg]);
+    }
+    if (t.cuda.isBuilt()) t.cuda.setDevice(denv.localRank);
   }
   const timeoutS = timeoutSeconds(c, denv);
   // A client of the store (every rank but a serving rank 0) says at once when nothing is there.

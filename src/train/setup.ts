@@ -83,6 +83,7 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
       deviceType: useCuda ? 'cuda' : 'cpu',
       ampDtype: c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null,
     };
+    if (useCuda) t.backends.cudnn.benchmark = c.cudnnBenchmark;
     const lr = resolveLr(c, pg.worldSize);
     // Everything that can fail before the first step, checked on every rank and compared
     // across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
