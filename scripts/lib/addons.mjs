@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import { cudaIncludeDirs, torchHasCuda } from './cuda.mjs';
+import { cudaFlags } from './cuda.mjs';
 import { fail, onPath, run } from './proc.mjs';
 
 // Bump when the build command below changes, so existing builds are redone.
@@ -86,24 +86,6 @@ export function inputsHash(root, torch, glooRoot) {
   for (const f of [join(native, 'CMakeLists.txt'), ...sources])
     h.update(`${relative(root, f)}\0${sha256(readFileSync(f))}\n`);
   return h.digest('hex');
-}
-
-/**
- * CMake's TSDDP_CUDA flags: the CUDA part (NCCL, torch.cuda's calls) is built when this
- * torch has CUDA and the headers it needs are found; a CUDA torch without them (no NCCL
- * headers) builds the CPU part only and says so.
- */
-export function cudaFlags(torchDir, log = (msg) => console.log(`tsddp setup: ${msg}`)) {
-  if (!torchHasCuda(torchDir)) return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
-  const dirs = cudaIncludeDirs(torchDir);
-  const has = (h) => dirs.some((d) => existsSync(join(d, h)));
-  if (!has('nccl.h') || !has('cuda_runtime_api.h')) {
-    log(
-      `CUDA torch, but no ${has('nccl.h') ? 'CUDA runtime' : 'NCCL'} headers: building without the CUDA part (no NCCL)`,
-    );
-    return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
-  }
-  return ['--CDTSDDP_CUDA=ON', `--CDTSDDP_CUDA_INCLUDE=${dirs.join(';')}`];
 }
 
 export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {

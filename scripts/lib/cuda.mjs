@@ -27,3 +27,21 @@ export function cudaIncludeDirs(torchDir, env = process.env) {
   }
   return [...new Set(dirs)];
 }
+
+/**
+ * CMake's TSDDP_CUDA flags: the CUDA part (NCCL, torch.cuda's calls) is built when this
+ * torch has CUDA and the headers it needs are found; a CUDA torch without them (no NCCL
+ * headers) builds the CPU part only and says so.
+ */
+export function cudaFlags(torchDir, log = (msg) => console.log(`tsddp setup: ${msg}`)) {
+  if (!torchHasCuda(torchDir)) return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
+  const dirs = cudaIncludeDirs(torchDir);
+  const has = (h) => dirs.some((d) => existsSync(join(d, h)));
+  if (!has('nccl.h') || !has('cuda_runtime_api.h')) {
+    log(
+      `CUDA torch, but no ${has('nccl.h') ? 'CUDA runtime' : 'NCCL'} headers: building without the CUDA part (no NCCL)`,
+    );
+    return ['--CDTSDDP_CUDA=OFF', '--CDTSDDP_CUDA_INCLUDE='];
+  }
+  return ['--CDTSDDP_CUDA=ON', `--CDTSDDP_CUDA_INCLUDE=${dirs.join(';')}`];
+}
