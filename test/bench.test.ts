@@ -130,6 +130,14 @@ describe('tsddp bench options', () => {
     const o = parseBenchOptions({ model: 'resnet18-cifar', cores: '4' });
     assert.deepEqual(o.model, { model: 'resnet18', stem: 'cifar', widthMultiplier: 1, size: 64, batch: 8 });
     assert.equal(o.scenarios.length, 6);
+    assert.equal(o.maxWorld, 2, 'no GPU: 2 processes');
+    // With GPUs: one process per GPU, by default and at most.
+    assert.equal(parseBenchOptions({}, 4).maxWorld, 4);
+    assert.equal(parseBenchOptions({ maxWorld: '2' }, 4).maxWorld, 2);
+    assert.throws(() => parseBenchOptions({ maxWorld: '3' }, 2), {
+      name: 'BenchOptionError',
+      message: /--max-world 3: this machine has 2 CUDA device\(s\)/,
+    });
   });
 
   test('plans: threads = cores / world, world-1 baselines for efficiency, the base case shared', () => {

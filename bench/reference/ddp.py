@@ -91,10 +91,15 @@ class Session:
                 block, layers, num_classes=num_classes, stem=c["stem"], width_multiplier=c["widthMultiplier"]
             )
         model.train()
+        # One GPU per rank where there are GPUs (main() made it the current device).
+        self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
+        if self.device is not None:
+            model = model.to(self.device)
         if c["channelsLast"]:
             model = model.to(memory_format=torch.channels_last)
         self.params = len(list(model.parameters()))
-        self.ddp = DDP(model, bucket_cap_mb=c["bucketCapMb"])
+        device_ids = [self.device.index] if self.device is not None else None
+        self.ddp = DDP(model, device_ids=device_ids, bucket_cap_mb=c["bucketCapMb"])
         self.ddp._set_ddp_runtime_logging_sample_rate(1)
         if c["hook"] != "none":
             self.ddp.register_comm_hook(None, HOOKS[c["hook"]])
@@ -103,6 +108,8 @@ class Session:
         x = torch.randn(c["batch"], 3, c["size"], c["size"])
         self.x = x.contiguous(memory_format=torch.channels_last) if c["channelsLast"] else x
         self.y = torch.randint(0, num_classes, (c["batch"],))
+        if self.device is not None:
+            self.x, self.y = self.x.to(self.device), self.y.to(self.device)
         self.last_iteration = 0
         self.loss = float("nan")
 
@@ -116,7 +123,9 @@ class Session:
         for m in range(accum):
             sync = contextlib.nullcontext() if m == accum - 1 else ddp.no_sync()
             region = (
-                torch.autocast("cpu", dtype=torch.bfloat16) if c["amp"] == "bf16" else contextlib.nullcontext()
+                torch.autocast(self.x.device.type, dtype=torch.bfloat16)
+                if c["amp"] == "bf16"
+                else contextlib.nullcontext()
             )
             with sync:
                 with region:
@@ -128,6 +137,8 @@ class Session:
                 self.loss = loss.item()
         t1 = time.perf_counter()
         opt.step()
+        if self.device is not None:
+            torch.cuda.synchronize()  # the step's GPU work is done: its time is real
         t2 = time.perf_counter()
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
         return {"fwd": t1 - t0 - bwd, "bwd": bwd, "opt": t2 - t1, "step": t2 - t0, "faults": faults}
@@ -159,7 +170,16 @@ def main():
     threads = int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
     if threads > 0:
         torch.set_num_threads(threads)
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    if torch.cuda.is_available():
+        # The DDP recipe on GPUs: one process per GPU, NCCL, cuDNN's autotuner.
+        local = int(os.environ.get("LOCAL_RANK", rank))
+        torch.cuda.set_device(local)
+        torch.backends.cudnn.benchmark = True
+        dist.init_process_group(
+            "nccl", init_method="env://", rank=rank, world_size=world, device_id=torch.device("cuda", local)
+        )
+    else:
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
 
     def answer(obj):
         print(json.dumps(obj), flush=True)

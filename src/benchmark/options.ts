@@ -74,7 +74,11 @@ function list(raw: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-export function parseBenchOptions(o: RawBenchOptions): BenchOptions {
+/**
+ * `gpus`: the CUDA devices of this machine. With GPUs the bench runs one process per GPU
+ * (NCCL), so the world defaults to, and cannot exceed, their number.
+ */
+export function parseBenchOptions(o: RawBenchOptions, gpus = 0): BenchOptions {
   // 'resnet18-cifar' is shorthand for --model resnet18 --stem cifar.
   const rawModel = o.model ?? DEFAULTS.model;
   const [name, suffix] = rawModel.endsWith('-cifar')
@@ -105,11 +109,17 @@ export function parseBenchOptions(o: RawBenchOptions): BenchOptions {
     size: int('image-size', o.imageSize ?? DEFAULTS.imageSize, 8),
     batch: int('batch-size', o.batchSize ?? DEFAULTS.batchSize, 1),
   };
+  const maxWorld = int('max-world', o.maxWorld ?? (gpus > 0 ? String(gpus) : DEFAULTS.maxWorld), 1);
+  if (gpus > 0 && maxWorld > gpus) {
+    throw new BenchOptionError(
+      `--max-world ${maxWorld}: this machine has ${gpus} CUDA device(s), and the bench runs one process per GPU`,
+    );
+  }
   return {
     model,
     scenarios: [...new Set(scenarios)] as ScenarioName[],
     cores: int('cores', o.cores ?? String(availableParallelism()), 1),
-    maxWorld: int('max-world', o.maxWorld ?? DEFAULTS.maxWorld, 1),
+    maxWorld,
     bucketCaps: caps,
     // At least one warm-up step: the first iteration runs on one bucket and rebuilds them.
     warmup: int('warmup', o.warmup ?? DEFAULTS.warmup, 1),

@@ -36,6 +36,7 @@ export class TsDdpSession {
   private readonly opt: SGD;
   private readonly x: t.Tensor;
   private readonly y: t.Tensor;
+  private readonly device: string | null;
   private lastIteration = 0;
   private lastLoss = Number.NaN;
   readonly params: number;
@@ -48,19 +49,27 @@ export class TsDdpSession {
     const numClasses = c.stem === 'cifar' ? 10 : 1000;
     this.model = BUILDERS[c.model](c, numClasses);
     this.model.train();
+    // One GPU per rank where there are GPUs (worker.ts made it the current device).
+    this.device = t.cuda.isAvailable() ? `cuda:${t.cuda.currentDevice()}` : null;
+    if (this.device !== null) this.model.to(this.device);
     if (c.channelsLast) this.model.to({ memoryFormat: 'channelsLast' });
     this.params = this.model.parameters().length;
     const hook: CommHook | undefined = c.hook === 'none' ? undefined : c.hook;
-    this.ddp = new DistributedDataParallel(this.model, { bucketCapMb: c.bucketCapMb, commHook: hook });
+    this.ddp = new DistributedDataParallel(this.model, {
+      bucketCapMb: c.bucketCapMb,
+      commHook: hook,
+      deviceIds: this.device === null ? undefined : [t.cuda.currentDevice()],
+    });
     this.opt = new SGD(this.model.parameters(), { lr: 0.01, momentum: 0.9, weightDecay: 5e-4 });
     // A different fixed batch per rank, made once: the model and DDP are measured, not data.
     t.manualSeed(1 + rank);
+    const device = this.device ?? 'cpu';
     this.x = t.tidy(() => {
       const x = t.randn([c.batch, 3, c.size, c.size]);
-      return c.channelsLast ? x.to({ memoryFormat: 'channelsLast' }) : x;
+      return x.to({ device, memoryFormat: c.channelsLast ? 'channelsLast' : undefined });
     });
     this.x.keep();
-    this.y = t.randint(numClasses, [c.batch]).keep();
+    this.y = t.tidy(() => t.randint(numClasses, [c.batch]).to(device)).keep();
   }
 
   /** One optimizer step of `accum` micro-batches; all but the last skip gradient sync. */
@@ -75,7 +84,9 @@ export class TsDdpSession {
         using _ = t.scope();
         const forward = () => t.crossEntropy(ddp.forward(x) as t.Tensor, y);
         const loss =
-          c.amp === 'bf16' ? autocast({ deviceType: 'cpu', dtype: 'bfloat16' }, forward) : forward();
+          c.amp === 'bf16'
+            ? autocast({ deviceType: this.device === null ? 'cpu' : 'cuda', dtype: 'bfloat16' }, forward)
+            : forward();
         const tb = performance.now();
         (c.accum > 1 ? loss.div(c.accum) : loss).backward();
         bwd += performance.now() - tb;
@@ -86,6 +97,7 @@ export class TsDdpSession {
     }
     const t1 = performance.now();
     opt.step();
+    if (this.device !== null) t.cuda.synchronize(); // the step's GPU work is done: its time is real
     const t2 = performance.now();
     // zeroGrad's share is counted with the forward, as on the PyTorch side.
     const faults = process.resourceUsage().minorPageFault - faults0;

@@ -1,8 +1,8 @@
 // One rank of the tsddp side of the DDP benchmark (started by gang.ts with RANK,
-// WORLD_SIZE, MASTER_ADDR, MASTER_PORT and OMP_NUM_THREADS set): joins the Gloo process
-// group, then answers the driver's requests (protocol.ts) until stdin closes.
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT and OMP_NUM_THREADS set): joins the process group
+// (Gloo; NCCL with one GPU per rank where there are GPUs), then answers the driver's requests (protocol.ts) until stdin closes.
 import { createInterface } from 'node:readline';
-import { buildInfo, getNumThreads, setNumThreads } from '../core/index.ts';
+import { backends, buildInfo, cuda, getNumThreads, setNumThreads } from '../core/index.ts';
 import { destroyProcessGroup, initProcessGroup } from '../distributed/index.ts';
 import type { BenchCase } from './cases.ts';
 import type { ReadyInfo } from './protocol.ts';
@@ -12,7 +12,13 @@ const rank = Number(process.env.RANK);
 const world = Number(process.env.WORLD_SIZE);
 const threads = Number(process.env.OMP_NUM_THREADS);
 if (Number.isInteger(threads) && threads > 0) setNumThreads(threads);
-initProcessGroup({ backend: 'gloo', initMethod: 'env://', timeoutMs: 10 * 60_000 });
+if (cuda.isAvailable()) {
+  // The DDP recipe on GPUs, as bench/reference/ddp.py: one process per GPU, NCCL
+  // (backend 'auto'), cuDNN's autotuner.
+  cuda.setDevice(Number(process.env.LOCAL_RANK ?? rank));
+  backends.cudnn.benchmark = true;
+}
+initProcessGroup({ backend: 'auto', initMethod: 'env://', timeoutMs: 10 * 60_000 });
 
 const answer = (obj: object): void => {
   process.stdout.write(`${JSON.stringify(obj)}\n`);

@@ -1,7 +1,8 @@
 // `tsddp bench`: the DDP scenario suite on one model — scaling over world sizes, the
 // bucketCapMb sweep, AMP, gradient accumulation, comm hooks, channels-last — with, given
 // --reference, PyTorch measured alternately in the same run. Writes results.md,
-// results.json and PNG charts to --out.
+// results.json and PNG charts to --out. On a machine with GPUs both sides run one process
+// per GPU over NCCL (src/benchmark/worker.ts, bench/reference/ddp.py).
 import type { Command } from 'commander';
 import { DEFAULTS, parseBenchOptions, type RawBenchOptions } from '../benchmark/options.ts';
 
@@ -17,7 +18,10 @@ export function registerBenchCommand(program: Command): void {
     .option('--image-size <n>', 'square synthetic images', DEFAULTS.imageSize)
     .option('--batch-size <n>', 'images per process per micro-batch', DEFAULTS.batchSize)
     .option('--scenarios <list>', 'some of scaling,bucket,amp,accum,hooks,channels-last (default all)')
-    .option('--max-world <n>', 'largest world size; scaling runs 1..n, the others at n', DEFAULTS.maxWorld)
+    .option(
+      '--max-world <n>',
+      `largest world size; scaling runs 1..n, the others at n (default: one process per GPU, else ${DEFAULTS.maxWorld})`,
+    )
     .option('--cores <n>', 'cores shared by the processes: threads = cores / world (default: all)')
     .option('--bucket-caps <list>', 'bucketCapMb values of the bucket scenario', DEFAULTS.bucketCaps)
     .option(
@@ -36,13 +40,14 @@ export function registerBenchCommand(program: Command): void {
 }
 
 export async function benchCommand(raw: RawBenchOptions): Promise<number> {
-  const { BenchOptionError, findTorchPython, planScenarios, runSuite } = await import(
-    '../benchmark/index.ts'
-  );
+  const [{ BenchOptionError, findTorchPython, planScenarios, runSuite }, { cuda }] = await Promise.all([
+    import('../benchmark/index.ts'),
+    import('../core/runtime.ts'),
+  ]);
   let reference = null;
   let o: ReturnType<typeof parseBenchOptions>;
   try {
-    o = parseBenchOptions(raw);
+    o = parseBenchOptions(raw, cuda.isAvailable() ? cuda.deviceCount() : 0);
     if (o.reference) reference = findTorchPython(o.python);
   } catch (e) {
     if (!(e instanceof BenchOptionError)) throw e;
