@@ -43,6 +43,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initDispatch(env, exports);
   initAutograd(env, exports);
   initRandom(env, exports);
+  initProfiler(env, exports);
   initProcessGroup(env, exports);
   initReducer(env, exports);
 #ifdef TSDDP_CUDA

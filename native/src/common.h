@@ -76,5 +76,6 @@ void initTensor(Napi::Env env, Napi::Object exports);
 void initDispatch(Napi::Env env, Napi::Object exports);
 void initAutograd(Napi::Env env, Napi::Object exports);
 void initRandom(Napi::Env env, Napi::Object exports);
+void initProfiler(Napi::Env env, Napi::Object exports);
 
 }  // namespace tsddp

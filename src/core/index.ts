@@ -17,6 +17,7 @@ export { TorchError } from './errors.ts';
 export type { RemovableHandle, TensorHook } from './hooks.ts';
 export * from './ops.ts';
 export * as ops from './ops.ts';
+export * as profiler from './profiler.ts';
 export { defaultGenerator, Generator, manualSeed } from './random.ts';
 export { backends, buildInfo, CudaError, cuda, getNumThreads, setNumThreads } from './runtime.ts';
 export { keep, memory, Scope, scope, tidy, tidyAsync } from './scope.ts';

@@ -149,6 +149,19 @@ export interface NativeAddon {
   ddpDestroy(h: number): void;
   /** torch.backends.cudnn.benchmark: sets it when given, returns it. */
   cudnnBenchmark(on?: boolean): boolean;
+  // libtorch's profiler (core/profiler.ts)
+  profilerStart(recordShapes: boolean): void;
+  profilerStop(): ProfilerEvent[];
+}
+
+/** One op or autograd node recorded by libtorch's profiler (core/profiler.ts); microseconds, inclusive. */
+export interface ProfilerEvent {
+  name: string;
+  thread: number;
+  startUs: number;
+  durationUs: number;
+  /** Input shapes, e.g. '[32,192][192,768]', with { recordShapes: true }. */
+  shapes?: string;
 }
 
 export interface BuildInfo {
