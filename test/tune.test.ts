@@ -67,8 +67,24 @@ test('tune: every candidate timed on the run’s model and a batch of its data; 
   const best = Math.min(...r.measured.map((m) => m.msPerStep));
   const chosen = r.measured.find((m) => m.channelsLast === r.choice.channelsLast && m.amp === r.choice.amp);
   assert.equal(chosen?.msPerStep, best);
-  assert.equal(lines.length, r.measured.length, 'one line per candidate and round');
+  // Then the optimizer on that winner: foreach against fused, the faster chosen.
+  assert.deepEqual(
+    r.optimizers.map((o) => o.optimizerImpl),
+    ['foreach', 'fused'],
+  );
+  for (const o of r.optimizers) assert.ok(o.msPerStep > 0 && o.imgPerS > 0, JSON.stringify(o));
+  const fastest = r.optimizers.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+  assert.equal(r.choice.optimizerImpl, fastest.optimizerImpl);
+  assert.equal(lines.length, r.measured.length + 2, 'one line per candidate and round');
+  assert.match(lines.at(-1) ?? '', /, fused sgd: [0-9.]+ ms\/step$/);
   assert.deepEqual(r.key, tuneKey(c, 'cpu'));
+});
+
+test('tune: an optimizer implementation the run names is kept, not tuned', async () => {
+  const c = parseConfig({ ...TINY, optimizerImpl: 'loop' });
+  const r = await tune(c, { steps: 1, rounds: 1 });
+  assert.deepEqual(r.optimizers, []);
+  assert.equal(r.choice.optimizerImpl, 'loop');
 });
 
 test('the tune file: written whole, reused for the same run only, a corrupt one refused by name', () => {
@@ -76,10 +92,11 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
   const file = join(tmp, 'sub', 'tune.json');
   assert.equal(readTuneFile(file, tuneKey(c, 'cpu')), null, 'no file yet');
   const r: TuneResult = {
-    version: 1,
+    version: 2,
     key: tuneKey(c, 'cpu'),
-    choice: { channelsLast: true, amp: 'off' },
+    choice: { channelsLast: true, amp: 'off', optimizerImpl: 'fused' },
     measured: [],
+    optimizers: [],
     bf16: 'bf16 not tried',
     date: new Date().toISOString(),
   };
@@ -90,7 +107,9 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
     null,
     'another batch size: tune again',
   );
-  writeFileSync(file, '{"version": 1, "choi');
+  writeFileSync(file, JSON.stringify({ ...r, version: 1 }));
+  assert.throws(() => readTuneFile(file, tuneKey(c, 'cpu')), /is not a tsddp tune result \(version 2\)/);
+  writeFileSync(file, '{"version": 2, "choi');
   assert.throws(
     () => readTuneFile(file, tuneKey(c, 'cpu')),
     (e: Error) => {
@@ -150,11 +169,17 @@ test('tsddp train --tune --nproc-per-node 2: tunes once, the workers train with 
   assert.equal(chose[1] === 'channels-last', saved.choice.channelsLast);
   assert.equal(chose[3] === 'bf16 autocast' ? 'bf16' : 'off', saved.choice.amp);
   // The workers' own start line says what they train with.
-  const start = /\[rank 0\] tsddp train: .*; amp (off|bf16)(, channels-last)?; /.exec(out);
+  const start =
+    /\[rank 0\] tsddp train: .*; amp (off|bf16)(, channels-last)?; sgd \((foreach|fused)\); /.exec(out);
   assert.ok(start, out);
   assert.equal(start[1], saved.choice.amp);
   assert.equal(start[2] !== undefined, saved.choice.channelsLast);
-  assert.equal((out.match(/round 1\/2/g) ?? []).length, saved.measured.length, 'tuned in the launcher only');
+  assert.equal(start[3], saved.choice.optimizerImpl);
+  assert.equal(
+    (out.match(/round 1\/2/g) ?? []).length,
+    saved.measured.length + saved.optimizers.length,
+    'tuned in the launcher only',
+  );
 
   const again = tsddp([
     'train',

@@ -114,7 +114,8 @@ export async function applyTune(
       }
       for (const line of tuneMod.describeResult(result)) say(line);
     }
-    return { ...config, tune: false, channelsLast: result.choice.channelsLast, amp: result.choice.amp };
+    const { channelsLast, amp, optimizerImpl } = result.choice;
+    return { ...config, tune: false, channelsLast, amp, optimizerImpl };
   } catch (e) {
     if (!(e instanceof tuneMod.TuneError)) throw e;
     say(`error: ${e.message}`);

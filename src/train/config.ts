@@ -20,6 +20,7 @@ export const DATASETS = ['shapes', 'cifar10', 'cifar100', 'imagefolder', 'fake']
 export const SCHEDULES = ['cosine', 'step', 'onecycle'] as const;
 export const AMP_MODES = ['off', 'bf16', 'fp16'] as const;
 export const OPTIMIZERS = ['sgd', 'adamw'] as const;
+export const OPTIMIZER_IMPLS = ['auto', 'loop', 'foreach', 'fused'] as const;
 
 /** --betas "b1,b2" as AdamW's pair; throws a RangeError naming the flag. */
 export function parseBetas(text: string): [number, number] {
@@ -139,6 +140,11 @@ export const OPTIONS = {
     OPTIMIZERS,
     'sgd',
     'sgd (momentum, nesterov) or adamw (decoupled weight decay; transformers)',
+  ),
+  optimizerImpl: enumOpt(
+    OPTIMIZER_IMPLS,
+    'auto',
+    "how the optimizer runs: auto (SGD: multi-tensor kernels on CPU, bitwise PyTorch's loop; AdamW: PyTorch's default), loop, foreach (multi-tensor), fused (libtorch's fused kernel: PyTorch's fused=True numbers)",
   ),
   betas: strDefault('0.9,0.999', 'adamw: the two running-average coefficients', 'two numbers, e.g. 0.9,0.95'),
   momentum: numOpt(0.9, 'SGD momentum', { min: 0 }),

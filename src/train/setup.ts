@@ -175,13 +175,28 @@ export function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, 
 
 /** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */
 export function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optimizer {
+  // --optimizer-impl: PyTorch's foreach/fused flags; auto leaves both unset (the defaults).
+  const impl =
+    c.optimizerImpl === 'loop'
+      ? { foreach: false }
+      : c.optimizerImpl === 'foreach'
+        ? { foreach: true }
+        : c.optimizerImpl === 'fused'
+          ? { fused: true }
+          : {};
   if (c.optimizer === 'adamw')
-    return new AdamW(model.parameters(), { lr, betas: parseBetas(c.betas), weightDecay: c.weightDecay });
+    return new AdamW(model.parameters(), {
+      lr,
+      betas: parseBetas(c.betas),
+      weightDecay: c.weightDecay,
+      ...impl,
+    });
   return new SGD(model.parameters(), {
     lr,
     momentum: c.momentum,
     nesterov: c.nesterov,
     weightDecay: c.weightDecay,
+    ...impl,
   });
 }
 

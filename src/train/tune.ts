@@ -1,12 +1,15 @@
 // `tsddp tune` and `tsddp train --tune`: a short timed trial of the run's own model and
 // data on this machine that picks the memory format (channels-first or channels-last) and
 // the autocast dtype (fp32, or bf16 where the hardware executes it: CPUs with AVX512-BF16
-// or AMX, CUDA GPUs) by measurement, not by rule. Each candidate trains the same steps
+// or AMX, CUDA GPUs) by measurement, not by rule, then (unless --optimizer-impl is given)
+// the optimizer implementation on that winner: the multi-tensor kernels (foreach) or
+// libtorch's fused kernel. Each candidate trains the same steps
 // from the same seed on one real batch; the candidates alternate in rounds so that drift
 // on a shared machine favours none; the fastest median step wins. The choice is written
 // to a file that later runs reuse when the model, data shape, machine and threads match.
 // What is tuned keeps the results within the untuned run's tolerance: channels-last
-// changes only the memory layout, and bf16 autocast is the tested AMP path.
+// changes only the memory layout, bf16 autocast is the tested AMP path, and the fused
+// optimizer is PyTorch's fused=True (its own last-bit rounding, tested against PyTorch's).
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
@@ -14,7 +17,7 @@ import { autocast } from '../amp/index.ts';
 import { cpuFlags, cpuModel, readCpuinfo } from '../benchmark/machine.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
-import { resolveStem, type TrainConfig } from './config.ts';
+import { OPTIMIZER_IMPLS, resolveStem, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, epochBatches, prepareImages } from './data.ts';
 import { buildModel, buildOptimizer, type Placement } from './setup.ts';
 
@@ -29,9 +32,24 @@ export interface TuneMeasurement extends TuneCandidate {
   imgPerS: number;
 }
 
+/** The optimizer implementations --tune compares (on the fastest format and dtype). */
+export type TunedOptimizerImpl = 'foreach' | 'fused';
+
+export interface OptimizerMeasurement {
+  optimizerImpl: TunedOptimizerImpl;
+  msPerStep: number;
+  imgPerS: number;
+}
+
+/** What the run trains with; optimizerImpl 'auto' when it was not tuned (given, or an older file). */
+export interface TuneChoice extends TuneCandidate {
+  optimizerImpl: TrainConfig['optimizerImpl'];
+}
+
 /** What a tuned choice depends on; a saved choice is reused only when all of it matches. */
 export interface TuneKey {
   model: string;
+  optimizer: string;
   stem: string;
   imageSize: number | null;
   batchSize: number;
@@ -42,10 +60,12 @@ export interface TuneKey {
 }
 
 export interface TuneResult {
-  version: 1;
+  version: 2;
   key: TuneKey;
-  choice: TuneCandidate;
+  choice: TuneChoice;
   measured: TuneMeasurement[];
+  /** The optimizer phase; empty when --optimizer-impl was given. */
+  optimizers: OptimizerMeasurement[];
   /** Why bf16 was or was not tried. */
   bf16: string;
   date: string;
@@ -74,6 +94,7 @@ export function nativeBf16(deviceType: 'cpu' | 'cuda', cpuinfo?: string): { yes:
 export function tuneKey(c: TrainConfig, deviceType: 'cpu' | 'cuda'): TuneKey {
   return {
     model: c.model,
+    optimizer: c.optimizer,
     stem: c.model.startsWith('resnet') ? resolveStem(c) : 'none',
     imageSize: c.imageSize ?? null,
     batchSize: c.batchSize,
@@ -98,13 +119,14 @@ export function readTuneFile(file: string, key: TuneKey): TuneResult | null {
     );
   }
   if (
-    r?.version !== 1 ||
+    r?.version !== 2 ||
     typeof r.key !== 'object' ||
     r.key === null ||
     typeof r.choice?.channelsLast !== 'boolean' ||
-    !['off', 'bf16'].includes(r.choice?.amp)
+    !['off', 'bf16'].includes(r.choice?.amp) ||
+    !(OPTIMIZER_IMPLS as readonly string[]).includes(r.choice?.optimizerImpl)
   )
-    throw new TuneError(`tune file ${file} is not a tsddp tune result: delete it to tune again`);
+    throw new TuneError(`tune file ${file} is not a tsddp tune result (version 2): delete it to tune again`);
   return sameKey(r.key, key) ? r : null;
 }
 
@@ -164,20 +186,56 @@ export async function tune(c: TrainConfig, opts: TuneOptions = {}): Promise<Tune
         log(`round ${r + 1}/${rounds}: ${describe(cand)}: ${median(ms).toFixed(1)} ms/step`);
       }
     }
-  } finally {
+  } catch (e) {
     images.dispose();
     y.dispose();
+    throw e;
   }
   const measured = candidates.map((k) => {
     const ms = median(times.get(k) ?? []);
     return { ...k, msPerStep: round(ms), imgPerS: round((1000 * n) / ms) };
   });
   const best = measured.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+  const winner: TuneCandidate = { channelsLast: best.channelsLast, amp: best.amp };
+
+  // The optimizer on the winner, unless the run names one.
+  const optimizers: OptimizerMeasurement[] = [];
+  if (c.optimizerImpl === 'auto') {
+    const impls: TunedOptimizerImpl[] = ['foreach', 'fused'];
+    const optTimes = new Map<TunedOptimizerImpl, number[]>(impls.map((k) => [k, []]));
+    try {
+      for (let r = 0; r < rounds; r++) {
+        for (const impl of impls) {
+          const cfg = { ...c, channelsLast: winner.channelsLast, optimizerImpl: impl };
+          const ms = measure(cfg, winner, setup, on, images, y, steps);
+          optTimes.get(impl)?.push(...ms);
+          log(
+            `round ${r + 1}/${rounds}: ${describe(winner)}, ${impl} ${c.optimizer}: ${median(ms).toFixed(1)} ms/step`,
+          );
+        }
+      }
+    } finally {
+      images.dispose();
+      y.dispose();
+    }
+    for (const impl of impls) {
+      const ms = median(optTimes.get(impl) ?? []);
+      optimizers.push({ optimizerImpl: impl, msPerStep: round(ms), imgPerS: round((1000 * n) / ms) });
+    }
+  } else {
+    images.dispose();
+    y.dispose();
+  }
+  const fastestOpt = optimizers.reduce<OptimizerMeasurement | null>(
+    (a, b) => (a === null || b.msPerStep < a.msPerStep ? b : a),
+    null,
+  );
   return {
-    version: 1,
+    version: 2,
     key: tuneKey(c, on.deviceType),
-    choice: { channelsLast: best.channelsLast, amp: best.amp },
+    choice: { ...winner, optimizerImpl: fastestOpt?.optimizerImpl ?? c.optimizerImpl },
     measured,
+    optimizers,
     bf16: `bf16 ${bf16.yes ? 'tried' : 'not tried'}: ${bf16.why}`,
     date: new Date().toISOString(),
   };
@@ -228,14 +286,23 @@ export function describe(k: TuneCandidate): string {
 /** The lines printed for a result: every candidate's figures, the choice and why. */
 export function describeResult(r: TuneResult): string[] {
   const base = r.measured.find((m) => !m.channelsLast && m.amp === 'off');
+  const rows = [
+    ...r.measured.map((m) => ({ label: describe(m), ms: m.msPerStep, img: m.imgPerS })),
+    ...r.optimizers.map((m) => ({
+      label: `${describe(r.choice)}, ${m.optimizerImpl} ${r.key.optimizer}`,
+      ms: m.msPerStep,
+      img: m.imgPerS,
+    })),
+  ];
+  const width = Math.max(...rows.map((x) => x.label.length));
   return [
     `tune: ${r.key.model}, batch ${r.key.batchSize}, ${r.key.threads} thread(s) on ${r.key.cpu}; ${r.bf16}`,
-    ...r.measured.map(
-      (m) =>
-        `  ${describe(m).padEnd(30)} ${m.msPerStep.toFixed(1).padStart(8)} ms/step ${m.imgPerS.toFixed(1).padStart(8)} img/s` +
-        (base ? `  ${(base.msPerStep / m.msPerStep).toFixed(2)}x` : ''),
+    ...rows.map(
+      (x) =>
+        `  ${x.label.padEnd(width)} ${x.ms.toFixed(1).padStart(8)} ms/step ${x.img.toFixed(1).padStart(8)} img/s` +
+        (base ? `  ${(base.msPerStep / x.ms).toFixed(2)}x` : ''),
     ),
-    `tune: chose ${describe(r.choice)} (fastest median step; 1.00x = channels-first fp32)`,
+    `tune: chose ${describe(r.choice)}, optimizer ${r.choice.optimizerImpl} (fastest median step; 1.00x = channels-first fp32)`,
   ];
 }
 
