@@ -19,7 +19,6 @@
 // the tracked tree (~14.4 MB). node: builtins only; spawns npm (pack), tar, xz, strip.
 //   node scripts/gpu-pack.mjs [--force] [--with-sharp] [--budget-mib N]
 // --force: rebuild every tarball (otherwise one whose inputs are unchanged is kept).
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -36,6 +35,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { capture, fail, onPath, SetupError } from './lib/proc.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, '.gpu');
@@ -50,18 +50,14 @@ const MIB = 1024 * 1024;
 const log = (msg) => console.log(`gpu-pack: ${msg}`);
 const mib = (n) => `${(n / MIB).toFixed(1)} MiB`;
 
-class PackError extends Error {}
-const fail = (msg) => {
-  throw new PackError(msg);
-};
-
+// One message per failure, without a stack (proc.mjs's SetupError), and the commands'
+// output captured, for the message.
 function run(cmd, argv, opts = {}) {
-  const r = spawnSync(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', ...opts });
-  if (r.error) fail(`cannot run ${cmd}: ${r.error.message}`);
-  if (r.status !== 0) fail(`\`${cmd} ${argv.join(' ')}\` exited with ${r.status ?? r.signal}:\n${r.stderr}`);
-  return r.stdout;
+  const r = capture(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+  if (!r.ok) fail(`\`${cmd} ${argv.join(' ')}\` failed:\n${r.err}`);
+  return r.out;
 }
-const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+const has = onPath;
 
 // xz when there is one (a third smaller than gzip for the node binary); gzip otherwise.
 // One xz thread: the development machine has two cores and other work on them.
@@ -274,6 +270,6 @@ function main() {
 try {
   main();
 } catch (e) {
-  console.error(`gpu-pack: FAILED: ${e instanceof PackError ? e.message : e.stack}`);
+  console.error(`gpu-pack: FAILED: ${e instanceof SetupError ? e.message : e.stack}`);
   process.exit(1);
 }
