@@ -42,6 +42,7 @@ test('without CUDA: actions throw a CudaError naming the call', { skip: !noCuda 
     });
   }
   assert.throws(() => t.cuda.setDevice('cpu'), /expected a CUDA device/);
+  assert.throws(() => t.cuda.memoryAllocated('cpu'), /cuda\.memoryAllocated: expected a CUDA device/);
 });
 
 test('backends.cudnn.benchmark is libtorch global switch', () => {

@@ -97,10 +97,13 @@ export class Event {
   }
 }
 
-const stats = (device: number | string | undefined, what: string) =>
-  build().cudaAvailable && build().cudaBuilt
-    ? cudaCalls(what).cudaMemoryStats(deviceIndex(device, what))
+// The device argument is checked on every machine, so a bad one fails here as on a GPU.
+function stats(device: number | string | undefined, what: string) {
+  const index = deviceIndex(device, what);
+  return build().cudaAvailable && build().cudaBuilt
+    ? cudaCalls(what).cudaMemoryStats(index)
     : { allocated: 0, maxAllocated: 0, reserved: 0, maxReserved: 0 };
+}
 
 /** torch.cuda: what a training script needs of it. */
 export const cuda = {
