@@ -1,14 +1,17 @@
-// --tune (src/train/tune.ts, src/cli/train.ts, src/cli/tune.ts): which candidates a machine
-// gets, the timed trial on a real model and batch, the tune file (kept whole, reused only
-// for the same run and machine, a corrupt one refused by name), and `tsddp train --tune`
-// launching workers that train with the choice, a resumed run reusing it, and a worker of
-// another launcher refusing to tune alone.
+// --tune (src/train/tune.ts, tune-loader.ts, tune-buckets.ts, src/cli/train.ts,
+// src/cli/tune.ts): which candidates a machine gets, the timed trial on a real model and
+// batch, the loader and bucket rules, settings the run names left alone, the tune file
+// (kept whole, reused only for the same run and machine, a corrupt one refused by name),
+// and `tsddp train --tune` launching workers that train with the choice (bucket size from
+// a 2-process trial), a resumed run reusing it, and a worker of another launcher refusing
+// to tune alone.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import * as t from '../src/core/index.ts';
 import { parseConfig } from '../src/train/config.ts';
 import {
   nativeBf16,
@@ -19,6 +22,8 @@ import {
   tuneKey,
   writeTuneFile,
 } from '../src/train/tune.ts';
+import { BUCKET_CANDIDATES, chooseBucket } from '../src/train/tune-buckets.ts';
+import { chooseWorkers, workerCandidates } from '../src/train/tune-loader.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-tune-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -46,7 +51,7 @@ test('nativeBf16: CUDA, or a CPU flag for bf16 units; otherwise bf16 is not trie
 test('tune: every candidate timed on the run’s model and a batch of its data; the fastest is chosen', async () => {
   const c = parseConfig(TINY);
   const lines: string[] = [];
-  const r = await tune(c, { steps: 1, rounds: 1, log: (l) => lines.push(l) });
+  const r = await tune(c, { steps: 1, rounds: 1, log: (l) => lines.push(l), threadsGiven: false });
   const bf16 = nativeBf16('cpu').yes;
   assert.equal(r.measured.length, bf16 ? 4 : 2, r.bf16);
   assert.deepEqual(
@@ -75,16 +80,80 @@ test('tune: every candidate timed on the run’s model and a batch of its data; 
   for (const o of r.optimizers) assert.ok(o.msPerStep > 0 && o.imgPerS > 0, JSON.stringify(o));
   const fastest = r.optimizers.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
   assert.equal(r.choice.optimizerImpl, fastest.optimizerImpl);
-  assert.equal(lines.length, r.measured.length + 2, 'one line per candidate and round');
-  assert.match(lines.at(-1) ?? '', /, fused sgd: [0-9.]+ ms\/step$/);
+  // Then the threads: the share and half of it, when the share is more than one.
+  const share = t.getNumThreads();
+  assert.deepEqual(
+    r.threads.map((m) => m.threads),
+    share > 1 ? [share, Math.max(1, Math.floor(share / 2))] : [],
+  );
+  if (share > 1) assert.ok(r.choice.threads === share || r.choice.threads === r.threads[1].threads);
+  else assert.equal(r.choice.threads, undefined);
+  assert.equal(
+    lines.length,
+    r.measured.length + r.optimizers.length + r.threads.length,
+    'one line per step candidate and round',
+  );
+  // Then the loader: 0, 1, 2, ... workers timed, the choice by the rule.
+  assert.deepEqual(
+    r.loaders.map((m) => m.workers),
+    workerCandidates(),
+  );
+  for (const m of r.loaders) assert.ok(m.msPerBatch > 0, JSON.stringify(m));
+  assert.equal(typeof r.choice.workers, 'number');
+  // One rank: no bucket trial, and the notes say so.
+  assert.deepEqual(r.buckets, []);
+  assert.equal(r.choice.bucketCapMb, undefined);
+  assert.ok(
+    r.notes.some((n) => /bucket size: one rank/.test(n)),
+    r.notes.join('\n'),
+  );
   assert.deepEqual(r.key, tuneKey(c, 'cpu'));
 });
 
-test('tune: an optimizer implementation the run names is kept, not tuned', async () => {
-  const c = parseConfig({ ...TINY, optimizerImpl: 'loop' });
-  const r = await tune(c, { steps: 1, rounds: 1 });
+test('tune: what the run names (optimizer, workers, bucket size, OMP_NUM_THREADS) is kept, not tuned', async () => {
+  const c = parseConfig({ ...TINY, optimizerImpl: 'loop', bucketCapMb: 50 });
+  const r = await tune(c, {
+    steps: 1,
+    rounds: 1,
+    ranks: 2,
+    given: ['optimizerImpl', 'workers', 'bucketCapMb'],
+    threadsGiven: true,
+  });
   assert.deepEqual(r.optimizers, []);
   assert.equal(r.choice.optimizerImpl, 'loop');
+  assert.deepEqual([r.threads, r.loaders, r.buckets], [[], [], []]);
+  assert.deepEqual(
+    [r.choice.threads, r.choice.workers, r.choice.bucketCapMb],
+    [undefined, undefined, undefined],
+  );
+  assert.deepEqual(
+    r.notes.map((n) => n.replace(/:.*/, '')),
+    ['threads', 'workers', 'bucket size'],
+  );
+  assert.match(r.notes.join('\n'), /workers: 0, as given.*\n.*bucket size: 50 MiB, as given/);
+});
+
+test('the loader rule: no workers when inline loading is cheap, else the fewest that keep ahead', () => {
+  assert.deepEqual(workerCandidates(1), [0, 1]);
+  assert.deepEqual(workerCandidates(2), [0, 1, 2]);
+  assert.deepEqual(workerCandidates(64), [0, 1, 2, 4, 8]);
+  const m = (ms: number[]) => ms.map((msPerBatch, workers) => ({ workers, msPerBatch }));
+  assert.equal(chooseWorkers(m([2, 1.5, 1]), 100).workers, 0, '2 ms is 2% of a 100 ms step');
+  const slow = chooseWorkers(m([80, 45, 30]), 100);
+  assert.equal(slow.workers, 1, slow.why);
+  assert.match(slow.why, /fewest workers that make a batch in half a 100 ms step \(45\.0 ms\)/);
+  const none = chooseWorkers(m([300, 200, 120]), 100);
+  assert.equal(none.workers, 2);
+  assert.match(none.why, /no worker count .* the fastest/);
+});
+
+test('the bucket rule: the fastest size, PyTorch’s 25 MiB unless beaten by 2%', () => {
+  assert.deepEqual(BUCKET_CANDIDATES, [5, 10, 25, 50, 100]);
+  const m = (img: number[]) =>
+    img.map((imgPerS, i) => ({ bucketCapMb: BUCKET_CANDIDATES[i], imgPerS, commMs: 1, exposedMs: 1 }));
+  assert.equal(chooseBucket(m([10, 10, 10, 10.1, 10])), 25, 'within the noise');
+  assert.equal(chooseBucket(m([10, 10, 10, 10.3, 10])), 50);
+  assert.equal(chooseBucket(m([11, 10, 10, 10, 10])), 5);
 });
 
 test('the tune file: written whole, reused for the same run only, a corrupt one refused by name', () => {
@@ -92,12 +161,16 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
   const file = join(tmp, 'sub', 'tune.json');
   assert.equal(readTuneFile(file, tuneKey(c, 'cpu')), null, 'no file yet');
   const r: TuneResult = {
-    version: 2,
+    version: 3,
     key: tuneKey(c, 'cpu'),
-    choice: { channelsLast: true, amp: 'off', optimizerImpl: 'fused' },
+    choice: { channelsLast: true, amp: 'off', optimizerImpl: 'fused', workers: 1 },
     measured: [],
     optimizers: [],
+    threads: [],
+    loaders: [],
+    buckets: [],
     bf16: 'bf16 not tried',
+    notes: [],
     date: new Date().toISOString(),
   };
   writeTuneFile(file, r);
@@ -107,9 +180,10 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
     null,
     'another batch size: tune again',
   );
-  writeFileSync(file, JSON.stringify({ ...r, version: 1 }));
-  assert.throws(() => readTuneFile(file, tuneKey(c, 'cpu')), /is not a tsddp tune result \(version 2\)/);
-  writeFileSync(file, '{"version": 2, "choi');
+  assert.equal(readTuneFile(file, tuneKey(c, 'cpu', 2)), null, 'another number of ranks: tune again');
+  writeFileSync(file, JSON.stringify({ ...r, version: 2 }));
+  assert.throws(() => readTuneFile(file, tuneKey(c, 'cpu')), /is not a tsddp tune result \(version 3\)/);
+  writeFileSync(file, '{"version": 3, "choi');
   assert.throws(
     () => readTuneFile(file, tuneKey(c, 'cpu')),
     (e: Error) => {
@@ -177,8 +251,21 @@ test('tsddp train --tune --nproc-per-node 2: tunes once, the workers train with 
   assert.equal(start[3], saved.choice.optimizerImpl);
   assert.equal(
     (out.match(/round 1\/2/g) ?? []).length,
-    saved.measured.length + saved.optimizers.length,
+    saved.measured.length + saved.optimizers.length + saved.threads.length + saved.buckets.length,
     'tuned in the launcher only',
+  );
+  // The bucket sizes were timed on 2 processes and the workers train with the chosen one.
+  assert.deepEqual(
+    saved.buckets.map((b) => b.bucketCapMb),
+    [5, 10, 25, 50, 100],
+  );
+  for (const b of saved.buckets) assert.ok(b.imgPerS > 0 && (b.commMs ?? 0) > 0, JSON.stringify(b));
+  assert.equal(saved.key.ranks, 2);
+  assert.match(
+    out,
+    new RegExp(
+      `\\[rank 0\\] tsddp train: .*; ${saved.choice.workers ?? 0} loader worker\\(s\\); DDP buckets ${saved.choice.bucketCapMb} MiB`,
+    ),
   );
 
   const again = tsddp([

@@ -80,7 +80,7 @@ class Session:
     def __init__(self, c, rank):
         self.c = c
         torch.manual_seed(0)
-        num_classes = 10 if c["stem"] == "cifar" else 1000
+        num_classes = c.get("numClasses") or (10 if c["stem"] == "cifar" else 1000)
         if c["model"].startswith("vit"):
             import transformer_models  # bench/ddp.ts's ViT cases only: not shipped with the package
 

@@ -27,6 +27,8 @@ export interface ModelSpec {
   size: number;
   /** Images per process per micro-batch. */
   batch: number;
+  /** Classes of the last layer; default 10 with the 'cifar' stem, else 1000 (`tsddp tune` sets the run's). */
+  numClasses?: number;
 }
 
 /** One measured configuration. Every field is mirrored by bench/reference/ddp.py. */
@@ -97,6 +99,7 @@ export function caseKey(c: BenchCase): string {
     `acc${c.accum}`,
     c.hook,
     c.channelsLast ? 'cl' : 'cf',
+    ...(c.numClasses === undefined ? [] : [`k${c.numClasses}`]),
   ].join('/');
 }
 

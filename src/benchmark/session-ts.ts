@@ -46,7 +46,7 @@ export class TsDdpSession {
     rank: number,
   ) {
     t.manualSeed(0);
-    const numClasses = c.stem === 'cifar' ? 10 : 1000;
+    const numClasses = c.numClasses ?? (c.stem === 'cifar' ? 10 : 1000);
     this.model = BUILDERS[c.model](c, numClasses);
     this.model.train();
     // One GPU per rank where there are GPUs (worker.ts made it the current device).

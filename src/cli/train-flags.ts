@@ -42,6 +42,8 @@ export interface TrainArgs {
   launch: RawLaunchOptions;
   help: boolean;
   configFile?: string;
+  /** The options the user set (flags, config file): --tune leaves these as given. */
+  given: string[];
 }
 
 function camel(flag: string): string {
@@ -181,7 +183,7 @@ export function parseTrainArgs(argv: readonly string[], base: Record<string, unk
   };
   const input = { ...fromFile, ...flags };
   const source = configFile !== undefined ? `options (config file ${configFile} and flags)` : 'options';
-  if (help === true) return { config: parseConfig({}), launch, help: true, configFile };
+  if (help === true) return { config: parseConfig({}), launch, help: true, configFile, given: [] };
   if (problems.length > 0) {
     // Report the flags' problems and the values' together.
     const all = [...problems, ...configProblems(input)];
@@ -189,7 +191,7 @@ export function parseTrainArgs(argv: readonly string[], base: Record<string, unk
       all.push(allowedOptionsLine(true, LAUNCH_NAMES));
     failWith(all, source);
   }
-  return { config: parseConfig(input, source), launch, help: false, configFile };
+  return { config: parseConfig(input, source), launch, help: false, configFile, given: Object.keys(input) };
 }
 
 /** --help text: every option, its flag, allowed values, default and meaning. */

@@ -52,7 +52,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
   }
   if (args.config.tune) {
     const nproc = underLauncher ? undefined : nprocOf(args.launch.nprocPerNode);
-    const tuned = await applyTune(args.config, nproc);
+    const tuned = await applyTune(args.config, nproc, args.given);
     if (typeof tuned === 'number') return tuned;
     args = { ...args, config: tuned };
   }
@@ -82,18 +82,20 @@ export async function trainCommand(argv: string[]): Promise<number> {
 export async function applyTune(
   config: TrainConfig,
   nproc: number | undefined,
+  given: readonly string[],
   who = 'tsddp train',
 ): Promise<TrainConfig | number> {
   const tuneMod = await import('../train/tune.ts');
   const { cuda, getNumThreads, setNumThreads } = await import('../core/runtime.ts');
   const file = tuneFileOf(config);
-  const key = () => tuneMod.tuneKey(config, cuda.isAvailable() ? 'cuda' : 'cpu');
+  const key = (ranks: number) => tuneMod.tuneKey(config, cuda.isAvailable() ? 'cuda' : 'cpu', ranks);
   const say = (line: string) => process.stderr.write(`${who}: ${line}\n`);
   const before = getNumThreads();
   try {
     let result: ReturnType<typeof tuneMod.readTuneFile>;
     if (nproc === undefined) {
-      result = file === undefined ? null : tuneMod.readTuneFile(file, key());
+      const ranks = Number(process.env.LOCAL_WORLD_SIZE ?? 1);
+      result = file === undefined ? null : tuneMod.readTuneFile(file, key(ranks));
       if (result === null) {
         say(
           `error: --tune under a launcher needs a tune file made for this run (${file ?? 'give --tune-file'}): ` +
@@ -106,16 +108,26 @@ export async function applyTune(
         ? Number(process.env.OMP_NUM_THREADS)
         : tuneMod.workerThreads(nproc);
       setNumThreads(threads);
-      result = file === undefined ? null : tuneMod.readTuneFile(file, key());
+      result = file === undefined ? null : tuneMod.readTuneFile(file, key(nproc));
       if (result !== null) say(`tune: reusing ${file}`);
       else {
-        result = await tuneMod.tune(config, { log: say });
+        const threadsGiven = Boolean(process.env.OMP_NUM_THREADS);
+        result = await tuneMod.tune(config, { log: say, ranks: nproc, given, threadsGiven });
         if (file !== undefined) tuneMod.writeTuneFile(file, result);
       }
       for (const line of tuneMod.describeResult(result)) say(line);
     }
-    const { channelsLast, amp, optimizerImpl } = result.choice;
-    return { ...config, tune: false, channelsLast, amp, optimizerImpl };
+    const { channelsLast, amp, optimizerImpl, threads, workers, bucketCapMb } = result.choice;
+    return {
+      ...config,
+      tune: false,
+      channelsLast,
+      amp,
+      optimizerImpl,
+      ...(threads === undefined ? {} : { threads }),
+      ...(workers === undefined ? {} : { workers }),
+      ...(bucketCapMb === undefined ? {} : { bucketCapMb }),
+    };
   } catch (e) {
     if (!(e instanceof tuneMod.TuneError)) throw e;
     say(`error: ${e.message}`);

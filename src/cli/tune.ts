@@ -37,7 +37,7 @@ export async function tuneCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const config = { ...args.config, tuneFile: tuneFileOf(args.config) ?? resolve('tune.json') };
-  const tuned = await applyTune(config, nprocOf(args.launch.nprocPerNode), 'tsddp tune');
+  const tuned = await applyTune(config, nprocOf(args.launch.nprocPerNode), args.given, 'tsddp tune');
   if (typeof tuned === 'number') return tuned;
   process.stderr.write(`tsddp tune: wrote ${config.tuneFile}\n`);
   return 0;

@@ -194,6 +194,10 @@ export const OPTIONS = {
     1,
     'seconds a collective or the rendezvous waits for a peer before the run fails (default: 300 on one node, 1800 across nodes; PyTorch: 1800)',
   ),
+  threads: intOptional(
+    1,
+    "intra-op threads per rank (torch.set_num_threads; default: OMP_NUM_THREADS, which tsddp's launcher sets to cores / workers)",
+  ),
   // loading
   workers: intOpt(0, 2, 'data-loader worker threads per rank'),
   pinMemory: boolOpt(true, 'pinned host memory for batches (with CUDA)'),

@@ -74,6 +74,7 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
   // Under a launcher serving the dashboard, metrics go where it reads them.
   const envMetrics = process.env[METRICS_FILE_ENV];
   const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
+  if (c.threads !== undefined) t.setNumThreads(c.threads);
   const pg = await joinProcessGroup(c);
   let loaders: Loaders | null = null;
   try {

@@ -515,7 +515,8 @@ export class Trainer {
         `${train.length} train / ${val.length} val; world ${this.worldSize} x batch ${c.batchSize} x accum ${c.gradAccum} ` +
         `= ${gb} images/step; lr ${lr.toPrecision(4)}${c.lr === undefined ? ` (${c.baseLr} x ${gb}/${c.baseBatch})` : ''}; ` +
         `${c.epochs} epochs x ${this.stepsPerEpoch} steps; amp ${c.amp}${c.channelsLast ? ', channels-last' : ''}; ` +
-        `${c.optimizer}${c.optimizerImpl === 'auto' ? '' : ` (${c.optimizerImpl})`}; ${t.getNumThreads()} thread(s)/rank`,
+        `${c.optimizer}${c.optimizerImpl === 'auto' ? '' : ` (${c.optimizerImpl})`}; ${t.getNumThreads()} thread(s)/rank; ` +
+        `${c.workers} loader worker(s)${this.ddp !== null ? `; DDP buckets ${c.bucketCapMb} MiB` : ''}`,
     );
   }
 

@@ -1,15 +1,23 @@
 // `tsddp tune` and `tsddp train --tune`: a short timed trial of the run's own model and
-// data on this machine that picks the memory format (channels-first or channels-last) and
-// the autocast dtype (fp32, or bf16 where the hardware executes it: CPUs with AVX512-BF16
-// or AMX, CUDA GPUs) by measurement, not by rule, then (unless --optimizer-impl is given)
-// the optimizer implementation on that winner: the multi-tensor kernels (foreach) or
-// libtorch's fused kernel. Each candidate trains the same steps
-// from the same seed on one real batch; the candidates alternate in rounds so that drift
-// on a shared machine favours none; the fastest median step wins. The choice is written
-// to a file that later runs reuse when the model, data shape, machine and threads match.
-// What is tuned keeps the results within the untuned run's tolerance: channels-last
-// changes only the memory layout, bf16 autocast is the tested AMP path, and the fused
-// optimizer is PyTorch's fused=True (its own last-bit rounding, tested against PyTorch's).
+// data on this machine that picks, by measurement and not by rule:
+//   1. the memory format (channels-first or channels-last) and the autocast dtype (fp32,
+//      or bf16 where the hardware executes it: CPUs with AVX512-BF16 or AMX, CUDA GPUs);
+//   2. on that winner, the optimizer implementation: the multi-tensor kernels (foreach)
+//      or libtorch's fused kernel;
+//   3. the intra-op threads per rank, up to the rank's share of the cores;
+//   4. the DataLoader workers, from the loader's measured time per batch against the step
+//      (tune-loader.ts);
+//   5. with several ranks, the DDP bucket size, from a trial on that many processes
+//      (tune-buckets.ts).
+// A setting the run names (--optimizer-impl, --workers, --bucket-cap-mb, OMP_NUM_THREADS)
+// is kept, not tuned. Each step candidate trains the same steps from the same seed on one
+// real batch; candidates alternate in rounds so that drift on a shared machine favours
+// none; the fastest median wins. The choice is written to a file that later runs reuse
+// when the model, data, machine, ranks and threads match. What is tuned keeps the results
+// within the untuned run's tolerance: channels-last changes only the memory layout, bf16
+// autocast is the tested AMP path, the fused optimizer is PyTorch's fused=True (its own
+// last-bit rounding, tested against PyTorch's), threads and loader workers change no
+// number, and bucket size only the grouping of the all-reduce.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
@@ -20,6 +28,8 @@ import type * as data from '../data/index.ts';
 import { OPTIMIZER_IMPLS, resolveStem, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, epochBatches, prepareImages } from './data.ts';
 import { buildModel, buildOptimizer, type Placement } from './setup.ts';
+import { type BucketMeasurement, bucketTrial, bucketTrialUnsupported, chooseBucket } from './tune-buckets.ts';
+import { chooseWorkers, type LoaderMeasurement, timeLoader, workerCandidates } from './tune-loader.ts';
 
 export interface TuneCandidate {
   channelsLast: boolean;
@@ -41,33 +51,56 @@ export interface OptimizerMeasurement {
   imgPerS: number;
 }
 
-/** What the run trains with; optimizerImpl 'auto' when it was not tuned (given, or an older file). */
+export interface ThreadsMeasurement {
+  threads: number;
+  msPerStep: number;
+}
+
+/**
+ * What the run trains with. optimizerImpl is the run's own when it was given; threads,
+ * workers and bucketCapMb are absent when they were not tuned (given, or not applicable).
+ */
 export interface TuneChoice extends TuneCandidate {
   optimizerImpl: TrainConfig['optimizerImpl'];
+  threads?: number;
+  workers?: number;
+  bucketCapMb?: number;
 }
 
 /** What a tuned choice depends on; a saved choice is reused only when all of it matches. */
 export interface TuneKey {
   model: string;
   optimizer: string;
+  dataset: string;
   stem: string;
   imageSize: number | null;
   batchSize: number;
   widthMultiplier: number;
   device: string;
   cpu: string;
+  /** The threads each rank may use (its share of the cores, or OMP_NUM_THREADS). */
   threads: number;
+  /** Ranks on this machine (the bucket trial's world). */
+  ranks: number;
 }
 
 export interface TuneResult {
-  version: 2;
+  version: 3;
   key: TuneKey;
   choice: TuneChoice;
   measured: TuneMeasurement[];
   /** The optimizer phase; empty when --optimizer-impl was given. */
   optimizers: OptimizerMeasurement[];
+  /** The threads phase; empty when the rank has one core or OMP_NUM_THREADS was set. */
+  threads: ThreadsMeasurement[];
+  /** The loader phase; empty when --workers was given. */
+  loaders: LoaderMeasurement[];
+  /** The bucket phase; empty with one rank, --bucket-cap-mb given, or a model it cannot run. */
+  buckets: BucketMeasurement[];
   /** Why bf16 was or was not tried. */
   bf16: string;
+  /** One line per phase after the first: what was chosen or why it was not tuned. */
+  notes: string[];
   date: string;
 }
 
@@ -91,10 +124,11 @@ export function nativeBf16(deviceType: 'cpu' | 'cuda', cpuinfo?: string): { yes:
       };
 }
 
-export function tuneKey(c: TrainConfig, deviceType: 'cpu' | 'cuda'): TuneKey {
+export function tuneKey(c: TrainConfig, deviceType: 'cpu' | 'cuda', ranks = 1): TuneKey {
   return {
     model: c.model,
     optimizer: c.optimizer,
+    dataset: c.dataset,
     stem: c.model.startsWith('resnet') ? resolveStem(c) : 'none',
     imageSize: c.imageSize ?? null,
     batchSize: c.batchSize,
@@ -102,6 +136,7 @@ export function tuneKey(c: TrainConfig, deviceType: 'cpu' | 'cuda'): TuneKey {
     device: deviceType,
     cpu: cpuModel(),
     threads: t.getNumThreads(),
+    ranks,
   };
 }
 
@@ -119,14 +154,14 @@ export function readTuneFile(file: string, key: TuneKey): TuneResult | null {
     );
   }
   if (
-    r?.version !== 2 ||
+    r?.version !== 3 ||
     typeof r.key !== 'object' ||
     r.key === null ||
     typeof r.choice?.channelsLast !== 'boolean' ||
     !['off', 'bf16'].includes(r.choice?.amp) ||
     !(OPTIMIZER_IMPLS as readonly string[]).includes(r.choice?.optimizerImpl)
   )
-    throw new TuneError(`tune file ${file} is not a tsddp tune result (version 2): delete it to tune again`);
+    throw new TuneError(`tune file ${file} is not a tsddp tune result (version 3): delete it to tune again`);
   return sameKey(r.key, key) ? r : null;
 }
 
@@ -143,6 +178,12 @@ export interface TuneOptions {
   steps?: number;
   /** Rounds over the candidates (default 2). */
   rounds?: number;
+  /** Ranks the run will have on this machine (default 1): with more, bucket sizes are tried. */
+  ranks?: number;
+  /** Options the run names (TrainArgs.given): those among optimizerImpl, workers, bucketCapMb are not tuned. */
+  given?: readonly string[];
+  /** The threads were set by the user (OMP_NUM_THREADS): not tuned. */
+  threadsGiven?: boolean;
   log?: (line: string) => void;
 }
 
@@ -150,6 +191,8 @@ export interface TuneOptions {
 export async function tune(c: TrainConfig, opts: TuneOptions = {}): Promise<TuneResult> {
   const steps = opts.steps ?? 3;
   const rounds = opts.rounds ?? 2;
+  const ranks = opts.ranks ?? 1;
+  const given = new Set(opts.given ?? []);
   const log = opts.log ?? (() => {});
   const useCuda = t.cuda.isAvailable();
   const on: Placement = {
@@ -172,71 +215,140 @@ export async function tune(c: TrainConfig, opts: TuneOptions = {}): Promise<Tune
     batch = first.value;
   } finally {
     await loaders.train.close();
+    await loaders.val.close();
   }
   const images = batch.image.keep();
   const y = batch.label.to(on.device).keep();
   const n = images.shape[0];
-
-  const times = new Map<TuneCandidate, number[]>(candidates.map((k) => [k, []]));
-  try {
-    for (let r = 0; r < rounds; r++) {
-      for (const cand of candidates) {
-        const ms = measure({ ...c, channelsLast: cand.channelsLast }, cand, setup, on, images, y, steps);
-        times.get(cand)?.push(...ms);
-        log(`round ${r + 1}/${rounds}: ${describe(cand)}: ${median(ms).toFixed(1)} ms/step`);
-      }
-    }
-  } catch (e) {
-    images.dispose();
-    y.dispose();
-    throw e;
-  }
-  const measured = candidates.map((k) => {
-    const ms = median(times.get(k) ?? []);
-    return { ...k, msPerStep: round(ms), imgPerS: round((1000 * n) / ms) };
-  });
-  const best = measured.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
-  const winner: TuneCandidate = { channelsLast: best.channelsLast, amp: best.amp };
-
-  // The optimizer on the winner, unless the run names one.
+  const time = (cfg: TrainConfig, cand: TuneCandidate) => measure(cfg, cand, setup, on, images, y, steps);
+  /** Rounds over `options`, each timed by `run`; the median ms of each. */
+  const alternate = <K>(options: K[], run: (k: K) => number[], label: (k: K) => string): number[] => {
+    const times = options.map(() => [] as number[]);
+    for (let r = 0; r < rounds; r++)
+      options.forEach((k, i) => {
+        const ms = run(k);
+        times[i].push(...ms);
+        log(`round ${r + 1}/${rounds}: ${label(k)}: ${median(ms).toFixed(1)} ms/step`);
+      });
+    return times.map(median);
+  };
+  const notes: string[] = [];
+  const choice: TuneChoice = { channelsLast: false, amp: 'off', optimizerImpl: c.optimizerImpl };
+  let measured: TuneMeasurement[];
   const optimizers: OptimizerMeasurement[] = [];
-  if (c.optimizerImpl === 'auto') {
-    const impls: TunedOptimizerImpl[] = ['foreach', 'fused'];
-    const optTimes = new Map<TunedOptimizerImpl, number[]>(impls.map((k) => [k, []]));
-    try {
-      for (let r = 0; r < rounds; r++) {
-        for (const impl of impls) {
-          const cfg = { ...c, channelsLast: winner.channelsLast, optimizerImpl: impl };
-          const ms = measure(cfg, winner, setup, on, images, y, steps);
-          optTimes.get(impl)?.push(...ms);
-          log(
-            `round ${r + 1}/${rounds}: ${describe(winner)}, ${impl} ${c.optimizer}: ${median(ms).toFixed(1)} ms/step`,
-          );
-        }
-      }
-    } finally {
-      images.dispose();
-      y.dispose();
+  const threads: ThreadsMeasurement[] = [];
+  let stepMs: number;
+  try {
+    // 1. Memory format and autocast dtype.
+    const candMs = alternate(candidates, (k) => time({ ...c, channelsLast: k.channelsLast }, k), describe);
+    measured = candidates.map((k, i) => ({
+      ...k,
+      msPerStep: round(candMs[i]),
+      imgPerS: round((1000 * n) / candMs[i]),
+    }));
+    const best = measured.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+    choice.channelsLast = best.channelsLast;
+    choice.amp = best.amp;
+    stepMs = best.msPerStep;
+    const tuned = (): TrainConfig => ({
+      ...c,
+      channelsLast: choice.channelsLast,
+      optimizerImpl: choice.optimizerImpl,
+    });
+
+    // 2. The optimizer on the winner, unless the run names one.
+    if (c.optimizerImpl === 'auto') {
+      const impls: TunedOptimizerImpl[] = ['foreach', 'fused'];
+      const implMs = alternate(
+        impls,
+        (impl) => time({ ...tuned(), optimizerImpl: impl }, choice),
+        (impl) => `${describe(choice)}, ${impl} ${c.optimizer}`,
+      );
+      optimizers.push(
+        ...impls.map((impl, i) => ({
+          optimizerImpl: impl,
+          msPerStep: round(implMs[i]),
+          imgPerS: round((1000 * n) / implMs[i]),
+        })),
+      );
+      const fastest = optimizers.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+      choice.optimizerImpl = fastest.optimizerImpl;
+      stepMs = fastest.msPerStep;
     }
-    for (const impl of impls) {
-      const ms = median(optTimes.get(impl) ?? []);
-      optimizers.push({ optimizerImpl: impl, msPerStep: round(ms), imgPerS: round((1000 * n) / ms) });
+
+    // 3. Threads: the rank's share, or half of it when that is at least 2% faster.
+    const share = t.getNumThreads();
+    if (opts.threadsGiven) notes.push(`threads: ${share}, as OMP_NUM_THREADS sets (not tuned)`);
+    else if (share === 1) notes.push("threads: 1, the rank's share of the cores (nothing to tune)");
+    else {
+      const counts = [share, Math.max(1, Math.floor(share / 2))];
+      const threadMs = alternate(
+        counts,
+        (k) => {
+          t.setNumThreads(k);
+          try {
+            return time(tuned(), choice);
+          } finally {
+            t.setNumThreads(share);
+          }
+        },
+        (k) => `${describe(choice)}, ${k} thread(s)`,
+      );
+      threads.push(...counts.map((k, i) => ({ threads: k, msPerStep: round(threadMs[i]) })));
+      choice.threads = threadMs[1] * 1.02 < threadMs[0] ? counts[1] : share;
+      stepMs = threadMs[choice.threads === share ? 0 : 1];
+      notes.push(`threads: ${choice.threads} per rank (fewer only when at least 2% faster)`);
     }
-  } else {
+  } finally {
     images.dispose();
     y.dispose();
   }
-  const fastestOpt = optimizers.reduce<OptimizerMeasurement | null>(
-    (a, b) => (a === null || b.msPerStep < a.msPerStep ? b : a),
-    null,
-  );
+
+  // 4. DataLoader workers, from the loader's time per batch against the step.
+  const loadersMeasured: LoaderMeasurement[] = [];
+  if (given.has('workers')) notes.push(`workers: ${c.workers}, as given (not tuned)`);
+  else {
+    for (const workers of workerCandidates())
+      loadersMeasured.push(await timeLoader(c, setup, ranks, workers, 8));
+    const w = chooseWorkers(loadersMeasured, stepMs);
+    choice.workers = w.workers;
+    notes.push(`workers: ${w.workers} (${w.why})`);
+    for (const m of loadersMeasured) m.msPerBatch = round(m.msPerBatch);
+  }
+
+  // 5. DDP bucket size, on as many processes as the run has ranks here.
+  let buckets: BucketMeasurement[] = [];
+  const unsupported = bucketTrialUnsupported(c);
+  if (ranks === 1) notes.push('bucket size: one rank, no gradient all-reduce (not tuned)');
+  else if (given.has('bucketCapMb')) notes.push(`bucket size: ${c.bucketCapMb} MiB, as given (not tuned)`);
+  else if (unsupported !== null) notes.push(`bucket size: ${c.bucketCapMb} MiB (not tuned: ${unsupported})`);
+  else {
+    buckets = await bucketTrial(c, {
+      world: ranks,
+      threads: choice.threads ?? t.getNumThreads(),
+      channelsLast: choice.channelsLast,
+      amp: choice.amp,
+      numClasses: setup.numClasses,
+      rounds,
+      log,
+    });
+    choice.bucketCapMb = chooseBucket(buckets);
+    notes.push(
+      `bucket size: ${choice.bucketCapMb} MiB (the fastest of ${ranks} processes; PyTorch's 25 MiB kept unless another is 2% faster)`,
+    );
+  }
+
   return {
-    version: 2,
-    key: tuneKey(c, on.deviceType),
-    choice: { ...winner, optimizerImpl: fastestOpt?.optimizerImpl ?? c.optimizerImpl },
+    version: 3,
+    key: tuneKey(c, on.deviceType, ranks),
+    choice,
     measured,
     optimizers,
+    threads,
+    loaders: loadersMeasured,
+    buckets,
     bf16: `bf16 ${bf16.yes ? 'tried' : 'not tried'}: ${bf16.why}`,
+    notes,
     date: new Date().toISOString(),
   };
 }
@@ -286,6 +398,7 @@ export function describe(k: TuneCandidate): string {
 /** The lines printed for a result: every candidate's figures, the choice and why. */
 export function describeResult(r: TuneResult): string[] {
   const base = r.measured.find((m) => !m.channelsLast && m.amp === 'off');
+  const perStep = (ms: number) => ({ ms, img: (1000 * r.key.batchSize) / ms });
   const rows = [
     ...r.measured.map((m) => ({ label: describe(m), ms: m.msPerStep, img: m.imgPerS })),
     ...r.optimizers.map((m) => ({
@@ -293,8 +406,13 @@ export function describeResult(r: TuneResult): string[] {
       ms: m.msPerStep,
       img: m.imgPerS,
     })),
+    ...r.threads.map((m) => ({
+      label: `${describe(r.choice)}, ${m.threads} thread(s)`,
+      ...perStep(m.msPerStep),
+    })),
   ];
   const width = Math.max(...rows.map((x) => x.label.length));
+  const fmt = (x: number | null) => (x === null ? '-' : x.toFixed(1));
   return [
     `tune: ${r.key.model}, batch ${r.key.batchSize}, ${r.key.threads} thread(s) on ${r.key.cpu}; ${r.bf16}`,
     ...rows.map(
@@ -302,7 +420,14 @@ export function describeResult(r: TuneResult): string[] {
         `  ${x.label.padEnd(width)} ${x.ms.toFixed(1).padStart(8)} ms/step ${x.img.toFixed(1).padStart(8)} img/s` +
         (base ? `  ${(base.msPerStep / x.ms).toFixed(2)}x` : ''),
     ),
+    ...r.loaders.map((m) => `  loader, ${m.workers} worker(s): ${fmt(m.msPerBatch)} ms/batch`),
+    ...r.buckets.map(
+      (m) =>
+        `  DDP ${r.key.ranks} ranks, bucket ${m.bucketCapMb} MiB: ${m.imgPerS.toFixed(1)} img/s, ` +
+        `all-reduce ${fmt(m.commMs)} ms/batch, ${fmt(m.exposedMs)} ms not overlapped`,
+    ),
     `tune: chose ${describe(r.choice)}, optimizer ${r.choice.optimizerImpl} (fastest median step; 1.00x = channels-first fp32)`,
+    ...r.notes.map((x) => `tune: ${x}`),
   ];
 }
 
