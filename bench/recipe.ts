@@ -107,8 +107,7 @@ function trainArgs(c: RecipeCase): string[] {
     String(epochs),
     '--batch-size',
     String(c.batch),
-    '--workers',
-    '2',
+    // --workers is left to tsddp's default (2, as the PyTorch side's) or to --tune.
   ];
 }
 
