@@ -87,18 +87,11 @@ function exportShapes(split: 'train' | 'val', size: number, imageSize: number): 
   return file;
 }
 
-function trainArgs(c: RecipeCase): string[] {
+/** The options both sides spell the same way. */
+function sharedArgs(c: RecipeCase): string[] {
   return [
-    '--nproc-per-node',
-    String(ranks),
-    '--dataset',
-    'shapes',
     '--image-size',
     String(c.imageSize),
-    '--train-size',
-    String(c.train),
-    '--val-size',
-    String(c.val),
     '--model',
     c.model,
     '--stem',
@@ -107,6 +100,20 @@ function trainArgs(c: RecipeCase): string[] {
     String(epochs),
     '--batch-size',
     String(c.batch),
+  ];
+}
+
+function trainArgs(c: RecipeCase): string[] {
+  return [
+    '--nproc-per-node',
+    String(ranks),
+    '--dataset',
+    'shapes',
+    '--train-size',
+    String(c.train),
+    '--val-size',
+    String(c.val),
+    ...sharedArgs(c),
     // --workers is left to tsddp's default (2, as the PyTorch side's) or to --tune.
   ];
 }
@@ -156,16 +163,7 @@ function runPytorch(c: RecipeCase, trainFile: string, valFile: string): SideRun 
     trainFile,
     '--val',
     valFile,
-    '--image-size',
-    String(c.imageSize),
-    '--model',
-    c.model,
-    '--stem',
-    c.stem,
-    '--epochs',
-    String(epochs),
-    '--batch-size',
-    String(c.batch),
+    ...sharedArgs(c),
     '--workers',
     '2',
   ];
