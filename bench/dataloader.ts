@@ -35,6 +35,7 @@ import { probeTorchPython, referenceScript, runPythonJson } from '../src/benchma
 import { fmt, markdownTable, median, type Summary, summarize } from '../src/benchmark/stats.ts';
 import { imageAddon, jpegDecoderName } from '../src/data/image-addon.ts';
 import { pairedRatios } from './lib/abab.ts';
+import { intFlag } from './lib/flags.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -65,11 +66,7 @@ if (opts.help) {
   );
   process.exit(0);
 }
-const int = (name: string, v: string | undefined, min = 1): number => {
-  const n = Number(v);
-  if (!(Number.isInteger(n) && n >= min)) throw new TypeError(`--${name}: expected an integer >= ${min}`);
-  return n;
-};
+const int = intFlag;
 const rounds = int('rounds', opts.rounds);
 const nImages = int('images', opts.images, 4);
 const shapesSize = int('shapes-size', opts['shapes-size']);

@@ -25,6 +25,7 @@ import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
 import { Shapes } from '../src/data/index.ts';
+import { intFlag, positiveFlag } from './lib/flags.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -63,8 +64,9 @@ interface SideRun {
 
 const ROOT = resolve(import.meta.dirname, '..');
 const out = resolve(opts.out);
-const epochs = Number(opts.epochs);
-const rounds = Number(opts.rounds);
+const epochs = intFlag('epochs', opts.epochs);
+const rounds = intFlag('rounds', opts.rounds);
+const scale = positiveFlag('scale', opts.scale);
 const ranks = 2;
 const torch = probeTorchPython(opts.python);
 if (torch === null)
@@ -180,11 +182,15 @@ function runPytorch(c: RecipeCase, trainFile: string, valFile: string): SideRun 
 type SideName = 'tsddp' | 'tsddp --tune' | 'PyTorch';
 const results: Record<string, { tune: string[]; tuneSec: number; runs: Record<SideName, SideRun[]> }> = {};
 
-for (const name of opts.models.split(',')) {
+// Every name checked before the first (long) run, so a typo in the second does not cost the first.
+const models = opts.models.split(',');
+for (const name of models)
+  if (CASES[name] === undefined)
+    throw new TypeError(`--models: unknown '${name}' (known: ${Object.keys(CASES).join(', ')})`);
+
+for (const name of models) {
   const base = CASES[name];
-  if (base === undefined)
-    throw new Error(`--models: unknown '${name}' (known: ${Object.keys(CASES).join(', ')})`);
-  const scaled = (n: number) => Math.max(ranks * base.batch, Math.round(n * Number(opts.scale)));
+  const scaled = (n: number) => Math.max(ranks * base.batch, Math.round(n * scale));
   const c = { ...base, train: scaled(base.train), val: scaled(base.val) };
   const trainFile = exportShapes('train', c.train, c.imageSize);
   const valFile = exportShapes('val', c.val, c.imageSize);

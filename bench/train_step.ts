@@ -40,6 +40,7 @@ import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
 import { pairedRatios } from './lib/abab.ts';
+import { intFlag } from './lib/flags.ts';
 import { allConfigs, selectConfigs, type TrainConfig } from './lib/train-configs.ts';
 import type { StepTimes } from './lib/train-step-ts.ts';
 
@@ -66,16 +67,11 @@ if (opts.help) {
   process.exit(0);
 }
 
-function positiveInt(name: string, v: string | undefined, dflt: number, min = 1): number {
-  const n = v === undefined ? dflt : Number(v);
-  if (!(Number.isInteger(n) && n >= min)) throw new TypeError(`--${name}: expected an integer >= ${min}`);
-  return n;
-}
 const quick = opts.quick ?? false;
-const rounds = positiveInt('rounds', opts.rounds, quick ? 2 : 3);
-const threads = positiveInt('threads', opts.threads, 2);
-const warmup = positiveInt('warmup', opts.warmup, quick ? 1 : 2, 0);
-const steps = positiveInt('steps', opts.steps, quick ? 2 : 4);
+const rounds = intFlag('rounds', opts.rounds, 1, quick ? 2 : 3);
+const threads = intFlag('threads', opts.threads, 1, 2);
+const warmup = intFlag('warmup', opts.warmup, 0, quick ? 1 : 2);
+const steps = intFlag('steps', opts.steps, 1, quick ? 2 : 4);
 let configs = selectConfigs(allConfigs(), opts.configs);
 if (quick && opts.configs === undefined) configs = configs.filter((c) => c.size !== 224);
 
