@@ -30,11 +30,15 @@ test('positiveFlag: finite numbers > 0 pass, anything else names the flag', () =
     });
 });
 
-test('bench/recipe.ts refuses a bad --epochs before it runs anything', () => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/recipe.ts', '--epochs', '0'], {
-    encoding: 'utf8',
-    timeout: 60_000,
+for (const [flag, value, message] of [
+  ['--epochs', '0', /TypeError: --epochs 0: expected an integer >= 1/],
+  ['--lr', '0', /TypeError: --lr 0: expected a number > 0/],
+] as const)
+  test(`bench/recipe.ts refuses a bad ${flag} before it runs anything`, () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/recipe.ts', flag, value], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, message);
   });
-  assert.notEqual(r.status, 0);
-  assert.match(r.stderr, /TypeError: --epochs 0: expected an integer >= 1/);
-});

@@ -106,6 +106,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=None, help="absolute lr (default: 0.1 x global batch / 256)")
+    ap.add_argument("--zero-init-residual", action="store_true", help="torchvision's zero_init_residual")
     a = ap.parse_args()
 
     dist.init_process_group("gloo")  # env:// from torchrun
@@ -113,6 +115,10 @@ def main():
     torch.manual_seed(a.seed)
     block, layers = LAYERS[a.model]
     model = ResNet(block, layers, num_classes=10, stem=a.stem)
+    if a.zero_init_residual:  # torchvision's zero_init_residual: each residual branch starts at zero
+        for m in model.modules():
+            if isinstance(m, (Bottleneck, BasicBlock)):
+                torch.nn.init.zeros_(m.bn3.weight if isinstance(m, Bottleneck) else m.bn2.weight)
     ddp = DDP(model, bucket_cap_mb=25)
 
     train_set = Records(a.train, a.image_size, train=True)
@@ -135,7 +141,7 @@ def main():
     )
 
     # tsddp train's defaults: lr 0.1 per 256 images, warm-up min(5, epochs / 10) epochs from 0.1x.
-    lr = 0.1 * a.batch_size * world / 256
+    lr = a.lr if a.lr is not None else 0.1 * a.batch_size * world / 256
     steps_per_epoch = len(loader)
     total = a.epochs * steps_per_epoch
     warm = round(min(5, a.epochs / 10) * steps_per_epoch)
