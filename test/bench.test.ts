@@ -61,6 +61,7 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
     'comm ms/batch (tsddp / PyTorch)',
     'overlap (tsddp / PyTorch)',
     'exposed ms (tsddp / PyTorch)',
+    'page faults/step (tsddp / PyTorch)',
   ]);
   assert.deepEqual(
     rows(scaling).map((l) => cells(l)[0]),
@@ -72,6 +73,7 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
     assert.match(c[3], /^\d+\.\d\dx$/, line);
   }
   assert.match(cells(rows(scaling)[2])[4], /^\d+% \/ \d+%$/, 'efficiency for world 2');
+  for (const line of rows(scaling)) assert.match(cells(line)[8], /^\d+ \/ \d+$/, line);
 
   const bucket = tables[1];
   assert.match(bucket, /^bucketCapMb sweep \(world 2\)/);

@@ -133,6 +133,8 @@ const pct = (x: number | null) => (x === null ? '—' : `${Math.round(100 * x)}%
 const overlapPct = (s: { commMs: number | null; overlapMs: number | null } | null) =>
   s && s.commMs !== null && s.overlapMs !== null && s.commMs > 0 ? pct(s.overlapMs / s.commMs) : '—';
 
+const faults = (x: number | undefined) => (x === undefined ? '—' : String(Math.round(x)));
+
 function scenarioTable(r: BenchReport, plan: ReportScenario): string {
   const ref = r.sides.pytorch !== null;
   const scaling = plan.name === 'scaling';
@@ -142,6 +144,7 @@ function scenarioTable(r: BenchReport, plan: ReportScenario): string {
   headers.push(ref ? 'comm ms/batch (tsddp / PyTorch)' : 'comm ms/batch');
   headers.push(ref ? 'overlap (tsddp / PyTorch)' : 'overlap');
   headers.push(ref ? 'exposed ms (tsddp / PyTorch)' : 'exposed ms');
+  headers.push(ref ? 'page faults/step (tsddp / PyTorch)' : 'page faults/step');
   const both = (a: string, b: string) => (ref ? `${a} / ${b}` : a);
   const rows = plan.rows.map((row) => {
     const res = r.cases[row.key];
@@ -154,6 +157,7 @@ function scenarioTable(r: BenchReport, plan: ReportScenario): string {
     out.push(both(fmt(res.tsddp.commMs), fmt(res.pytorch?.commMs)));
     out.push(both(overlapPct(res.tsddp), overlapPct(res.pytorch)));
     out.push(both(fmt(res.tsddp.exposedMs), fmt(res.pytorch?.exposedMs)));
+    out.push(both(faults(res.tsddp.faults), faults(res.pytorch?.faults)));
     return out;
   });
   return markdownTable(headers, rows);
@@ -184,7 +188,9 @@ export function reportMarkdown(r: BenchReport): string {
     '- comm ms/batch: DDP Logger’s backward_comm_time (first bucket’s all-reduce start to the last one’s end), ' +
       'median over timed iterations and ranks (a span: it includes the backward compute it overlaps); ' +
       'overlap: the share of that span overlapped with backward compute; exposed: the rest, the ' +
-      'communication backward waited for',
+      'communication backward waited for; page faults/step: rank 0’s median minor page faults in a ' +
+      'step (memory taken from the kernel: near 0 in a steady state, thousands when something reclaims ' +
+      'the process’s memory between steps, which slows that side)',
     ...(envLine ? [`- Environment (both sides): ${envLine}`] : []),
     '- Charts: scaling-*.png (img/s against world size), bucket-*.png (comm ms/batch against bucketCapMb), ' +
       'ratios.png (every setting; wN/tM = world size N with M threads per process)',
