@@ -57,6 +57,7 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
     'tsddp img/s',
     'PyTorch img/s',
     'ratio',
+    'ratio 95% CI',
     'scaling eff. (tsddp / PyTorch)',
     'comm ms/batch (tsddp / PyTorch)',
     'overlap (tsddp / PyTorch)',
@@ -72,8 +73,9 @@ test('tsddp bench --reference: scaling and bucket tables, JSON and PNG charts fr
     assert.ok(Number(c[1]) > 0 && Number(c[2]) > 0, line);
     assert.match(c[3], /^\d+\.\d\dx$/, line);
   }
-  assert.match(cells(rows(scaling)[2])[4], /^\d+% \/ \d+%$/, 'efficiency for world 2');
-  for (const line of rows(scaling)) assert.match(cells(line)[8], /^\d+ \/ \d+$/, line);
+  assert.match(cells(rows(scaling)[2])[5], /^\d+% \/ \d+%$/, 'efficiency for world 2');
+  for (const line of rows(scaling)) assert.equal(cells(line)[4], '—', 'one round: no interval');
+  for (const line of rows(scaling)) assert.match(cells(line)[9], /^\d+ \/ \d+$/, line);
 
   const bucket = tables[1];
   assert.match(bucket, /^bucketCapMb sweep \(world 2\)/);

@@ -5,7 +5,7 @@ import { type BenchCase, caseKey, modelLabel, type ScenarioPlan, type ScenarioRo
 import { cpuPeakFlops, type PeakFlops, trainFlopsPerImage } from './flops.ts';
 import { describeMachine, type MachineInfo } from './machine.ts';
 import type { CaseResult, RunOptions, RunResult } from './runner.ts';
-import { fmt, markdownTable } from './stats.ts';
+import { fmt, markdownTable, medianInterval } from './stats.ts';
 
 export interface ReportRow extends ScenarioRow {
   key: string;
@@ -139,7 +139,7 @@ function scenarioTable(r: BenchReport, plan: ReportScenario): string {
   const ref = r.sides.pytorch !== null;
   const scaling = plan.name === 'scaling';
   const headers = ['setting', 'tsddp img/s'];
-  if (ref) headers.push('PyTorch img/s', 'ratio');
+  if (ref) headers.push('PyTorch img/s', 'ratio', 'ratio 95% CI');
   if (scaling) headers.push(ref ? 'scaling eff. (tsddp / PyTorch)' : 'scaling eff.');
   headers.push(ref ? 'comm ms/batch (tsddp / PyTorch)' : 'comm ms/batch');
   headers.push(ref ? 'overlap (tsddp / PyTorch)' : 'overlap');
@@ -149,7 +149,14 @@ function scenarioTable(r: BenchReport, plan: ReportScenario): string {
   const rows = plan.rows.map((row) => {
     const res = r.cases[row.key];
     const out = [row.label, fmt(res.tsddp.imgPerS)];
-    if (ref) out.push(fmt(res.pytorch?.imgPerS), res.ratio === null ? '—' : `${res.ratio.toFixed(2)}x`);
+    if (ref) {
+      const ci = medianInterval(res.perRepeatRatio);
+      out.push(
+        fmt(res.pytorch?.imgPerS),
+        res.ratio === null ? '—' : `${res.ratio.toFixed(2)}x`,
+        ci === null ? '—' : `${ci[0].toFixed(2)}–${ci[1].toFixed(2)}`,
+      );
+    }
     if (scaling) {
       const eff = scalingEfficiency(r, row.case);
       out.push(row.case.world === 1 ? '—' : both(pct(eff.tsddp), pct(eff.pytorch)));
@@ -182,7 +189,11 @@ export function reportMarkdown(r: BenchReport): string {
       `the model, run ${s.warmup} untimed warm-up step(s) (incl. the bucket rebuild), then time ${s.steps} ` +
       `steps${py ? ' in ABBA order (half of tsddp’s, PyTorch’s, PyTorch’s other half, tsddp’s)' : ''}; img/s = world x batch x micro-batches x steps / ` +
       'the slowest rank’s time, median over rounds' +
-      (py ? '; ratio = tsddp / PyTorch img/s, median of the per-round ratios (> 1: tsddp faster)' : ''),
+      (py
+        ? '; ratio = tsddp / PyTorch img/s, median of the per-round ratios (> 1: tsddp faster); its 95% CI ' +
+          'is the distribution-free interval for a median (order statistics; from 6 rounds): one that ' +
+          'holds 1.00 is a tie within the machine’s round-to-round spread'
+        : ''),
     '- Step: fixed synthetic batch per rank (no data loader), cross-entropy, backward, SGD (lr 0.01, ' +
       'momentum 0.9, weight decay 5e-4); batch is per process (weak scaling)',
     '- comm ms/batch: DDP Logger’s backward_comm_time (first bucket’s all-reduce start to the last one’s end), ' +

@@ -11,6 +11,30 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/**
+ * A distribution-free confidence interval for the median: the order statistics x(k) and
+ * x(n+1-k) with the largest k for which P(Binomial(n, 1/2) < k) <= (1 - level) / 2. It
+ * assumes only independent rounds, so a ratio's interval says whether its median differs
+ * from 1 by more than the machine's round-to-round spread. Null when `xs` has too few
+ * values for that level (fewer than 6 at 95%).
+ */
+export function medianInterval(xs: readonly number[], level = 0.95): [number, number] | null {
+  const n = xs.length;
+  const tail = (1 - level) / 2;
+  // cdf = P(X <= j) for X ~ Binomial(n, 1/2), accumulated term by term.
+  let term = 0.5 ** n;
+  let cdf = term;
+  let k = 0;
+  for (let j = 0; j < n && cdf <= tail; j++) {
+    k = j + 1; // P(X < k) = P(X <= j) <= tail
+    term *= (n - j) / (j + 1);
+    cdf += term;
+  }
+  if (k === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return [s[k - 1], s[n - k]];
+}
+
 /** The smallest value; NaN for no values. */
 export function min(xs: readonly number[]): number {
   return xs.length === 0 ? Number.NaN : Math.min(...xs);
