@@ -23,3 +23,12 @@ test('medianInterval: null when there are too few values for the level, and it h
   assert.ok(ci !== null && ci[0] <= median(xs) && median(xs) <= ci[1]);
   assert.deepEqual(ci, [0.94, 1.02]);
 });
+
+test('medianInterval: a level outside (0, 1) is refused by name', () => {
+  for (const level of [0, 1, 1.5, -0.5, Number.NaN]) {
+    assert.throws(() => medianInterval([1, 2, 3, 4, 5, 6], level), {
+      name: 'RangeError',
+      message: /medianInterval: level must be in \(0, 1\)/,
+    });
+  }
+});

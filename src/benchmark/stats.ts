@@ -19,6 +19,8 @@ export function median(xs: readonly number[]): number {
  * values for that level (fewer than 6 at 95%).
  */
 export function medianInterval(xs: readonly number[], level = 0.95): [number, number] | null {
+  if (!(level > 0 && level < 1))
+    throw new RangeError(`medianInterval: level must be in (0, 1), got ${level}`);
   const n = xs.length;
   const tail = (1 - level) / 2;
   // cdf = P(X <= j) for X ~ Binomial(n, 1/2), accumulated term by term.
