@@ -124,6 +124,9 @@ const MODULES: Record<string, [() => nn.Module, (m: any, x: Inputs) => Result]> 
   mha_dropout_weights: [mha({ dropout: 0.3 }), selfAttn()],
   mha_dropout_sdpa: [mha({ dropout: 0.3 }), selfAttn({ needWeights: false })],
   mha_fast_path: [mha({ batchFirst: true }), (m, { x, kpm }) => m.forward(x, x, x, { keyPaddingMask: kpm })],
+  mha_batch_first_no_weights: [mha({ batchFirst: true }), selfAttn({ needWeights: false })],
+  mha_batch_first_dropout_sdpa: [mha({ batchFirst: true, dropout: 0.3 }), selfAttn({ needWeights: false })],
+  enc_layer_batch_first: [encLayer({ dropout: 0, batchFirst: true }), (m, { x }) => m.forward(x)],
   enc_layer: [encLayer({ dropout: 0 }), (m, { x, mask }) => m.forward(x, { srcMask: mask })],
   enc_layer_norm_first_gelu: [
     encLayer({ dropout: 0, activation: 'gelu', normFirst: true, batchFirst: true }),

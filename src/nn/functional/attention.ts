@@ -1,7 +1,8 @@
 // scaled_dot_product_attention and multi_head_attention_forward of torch.nn.functional.
 // multiHeadAttentionForward follows PyTorch's Python code step by step (the same ops in
 // the same order), so results match it to the last bits and dropout draws the same
-// masks from the same seed.
+// masks from the same seed. selfAttentionBatchFirst is the faster batch-first form
+// MultiheadAttention takes for unmasked self-attention (architecture §2).
 import * as t from '../../core/index.ts';
 import { sameShape } from './common.ts';
 import { dropout } from './dropout.ts';
@@ -258,6 +259,42 @@ export function multiHeadAttentionForward(
       if (weights !== null) weights = t.squeeze(weights, 0);
     }
     return [out, weights] as AttentionResult;
+  });
+}
+
+/**
+ * Self-attention on a batch-first [N, L, E] input without masks, weights or bias_k/bias_v:
+ * multiHeadAttentionForward's linear, attention and linear without its detour on the way
+ * in. PyTorch's training path copies the input to sequence-first, makes the packed
+ * projection contiguous and takes q, k and v by `select` (whose backward zero-fills three
+ * projection-sized gradients and sums them); here q, k and v are views of the batch-first
+ * projection and their gradients are concatenated once. The output has the general path's
+ * layout and values; the in-projection's weight gradient sums rows in another order, so it
+ * differs by float rounding (architecture §2, "Where a module leaves PyTorch's op sequence").
+ */
+export function selfAttentionBatchFirst(
+  x: t.Tensor,
+  numHeads: number,
+  inProjWeight: t.Tensor,
+  inProjBias: t.Tensor | null,
+  outProjWeight: t.Tensor,
+  outProjBias: t.Tensor | null,
+  dropoutP: number,
+): t.Tensor {
+  return t.tidy(() => {
+    const [n, l, e] = x.shape;
+    const headDim = Math.trunc(e / numHeads);
+    if (headDim * numHeads !== e)
+      throw new RangeError(`embed_dim ${e} not divisible by num_heads ${numHeads}`);
+    // [N, L, 3E] -> q, k, v as [N, H, L, headDim] views (last dim contiguous, as the fused kernel needs).
+    const heads = (p: t.Tensor): t.Tensor => t.transpose(t.view(p, [n, l, numHeads, headDim]), 1, 2);
+    const [q, k, v] = t.split(t.linear(x, inProjWeight, inProjBias), e, -1).map(heads);
+    const a = t.scaledDotProductAttention(q, k, v, null, dropoutP, false);
+    // The output projection as PyTorch runs it: sequence-major rows, returned as a
+    // [N, L, E] view of [L, N, E]. What follows then sees PyTorch's layout, so a dropout
+    // after it draws its mask in PyTorch's element order.
+    const rows = t.reshape(t.permute(a, [2, 0, 1, 3]), [l * n, e]);
+    return t.transpose(t.view(t.linear(rows, outProjWeight, outProjBias), [l, n, e]), 0, 1);
   });
 }
 

@@ -136,7 +136,9 @@ export class MultiheadAttention extends Module {
   /**
    * The attention output ([L, N, E], or [N, L, E] with batchFirst) and, with needWeights,
    * the weights [N, L, S] (per head [N, H, L, S] without averaging). PyTorch's fused
-   * inference fast path is not taken: the computation is always the general one.
+   * inference fast path is not taken. Batch-first self-attention without masks or
+   * weights stays batch-first (F.selfAttentionBatchFirst: same values, fewer copies);
+   * everything else follows PyTorch's general computation op for op.
    */
   override forward(
     query: t.Tensor,
@@ -148,6 +150,33 @@ export class MultiheadAttention extends Module {
       const keyPaddingMask = F.canonicalMask(opts.keyPaddingMask, 'key_padding_mask', query.dtype);
       const attnMask = F.canonicalMask(opts.attnMask, 'attn_mask', query.dtype);
       const transpose = this.batchFirst && query.ndim === 3;
+      // Batch-first self-attention without masks or weights: the same result without the
+      // round trip through sequence-first (F.selfAttentionBatchFirst).
+      if (
+        transpose &&
+        query === key &&
+        key === value &&
+        this.qkvSameEmbedDim &&
+        query.shape[2] === this.embedDim &&
+        this.biasK === null &&
+        this.biasV === null &&
+        !this.addZeroAttn &&
+        !(opts.needWeights ?? true) &&
+        keyPaddingMask === null &&
+        attnMask === null &&
+        !(opts.isCausal ?? false)
+      ) {
+        const out = F.selfAttentionBatchFirst(
+          query,
+          this.numHeads,
+          this.inProjWeight as t.Tensor,
+          this.inProjBias,
+          this.outProj.weight,
+          this.outProj.bias,
+          this.training ? this.dropout : 0,
+        );
+        return [out, null] as AttentionResult;
+      }
       if (transpose) {
         // Keep the identities (self-attention, key === value) that select the packed projection.
         const q = t.transpose(query, 1, 0);
