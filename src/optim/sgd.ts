@@ -8,7 +8,7 @@
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
+import { defaultForeach, groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 
 export interface SGDOptions {
@@ -227,13 +227,4 @@ export class SGD extends Optimizer {
       });
     }
   }
-}
-
-/**
- * PyTorch's default is the loop on CPU and foreach on CUDA. tsddp also takes foreach on CPU
- * where the results are the same (float32, float64: test/optim.test.ts checks both paths
- * against PyTorch), since each loop iteration costs calls from JavaScript.
- */
-function defaultForeach(p: Tensor): boolean {
-  return p.device.startsWith('cuda') || p.dtype === 'float32' || p.dtype === 'float64';
 }
