@@ -75,3 +75,18 @@ for (const dropout of [0, 0.25]) {
     });
   });
 }
+
+test('selfAttentionBatchFirst refuses an input that is not [N, L, E] and heads that do not divide E', () => {
+  t.tidy(() => {
+    const w = t.zeros([3 * E, E]);
+    const o = t.zeros([E, E]);
+    assert.throws(
+      () => nn.functional.selfAttentionBatchFirst(t.zeros([L, E]), H, w, null, o, null, 0),
+      /selfAttentionBatchFirst: expected x as \[N, L, E\], got \[17,32\]/,
+    );
+    assert.throws(
+      () => nn.functional.selfAttentionBatchFirst(t.zeros([N, L, E]), 5, w, null, o, null, 0),
+      /embed_dim 32 not divisible by num_heads 5/,
+    );
+  });
+});

@@ -1,8 +1,9 @@
 // Adam and AdamW, as torch.optim.Adam / torch.optim.AdamW (AdamW is Adam with
 // decoupled weight decay). The update follows PyTorch's _single_tensor_adam or
-// _multi_tensor_adam (`foreach`, the default for float32/float64) op for op (non-capturable branch: bias
-// corrections computed from each parameter's step count with Python's float power),
-// or calls libtorch's fused kernels (_fused_adam_ / _fused_adamw_) with `fused: true`.
+// _multi_tensor_adam (`foreach`, the default for float32/float64) op for op
+// (non-capturable branch: bias corrections computed from each parameter's step count
+// with Python's float power), or calls libtorch's fused kernels (_fused_adam_ /
+// _fused_adamw_) with `fused: true`.
 // The per-parameter `step` is a float32 scalar tensor, as in PyTorch.
 
 import { isFloatingPoint } from '../core/dtype.ts';

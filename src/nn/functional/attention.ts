@@ -282,6 +282,8 @@ export function selfAttentionBatchFirst(
   dropoutP: number,
 ): t.Tensor {
   return t.tidy(() => {
+    if (x.ndim !== 3)
+      throw new RangeError(`selfAttentionBatchFirst: expected x as [N, L, E], got [${x.shape}]`);
     const [n, l, e] = x.shape;
     const headDim = Math.trunc(e / numHeads);
     if (headDim * numHeads !== e)
