@@ -1,9 +1,10 @@
 // MultiheadAttention's batch-first self-attention (F.selfAttentionBatchFirst) against the
 // general, sequence-first computation PyTorch runs (F.multiHeadAttentionForward on the
-// transposed input): the same outputs and gradients up to float rounding (the in-projection's
-// weight gradient sums its rows batch-major instead of sequence-major), with and without
-// dropout, and the output in the same (sequence-first) memory layout. The PyTorch fixtures (nn-transformer.test.ts: mha_batch_first_*,
-// enc_layer_batch_first) check the same path against PyTorch itself.
+// transposed input): the same outputs and gradients up to float rounding (the
+// in-projection's weight gradient sums its rows batch-major instead of sequence-major),
+// with and without dropout, and the output in the same (sequence-first) memory layout. The
+// PyTorch fixtures (nn-transformer.test.ts: mha_batch_first_*, enc_layer_batch_first) check
+// the same path against PyTorch itself.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as t from '../src/index.ts';
