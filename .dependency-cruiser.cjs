@@ -17,16 +17,22 @@ module.exports = {
       },
     ),
     forbid(
+      'files-is-the-floor',
+      'src/files (how tsddp creates and removes files safely) imports nothing of tsddp: every layer may use it.',
+      { path: '^src/files/' },
+      { path: '^src/(?!files/)' },
+    ),
+    forbid(
       'core-is-the-bottom',
-      'src/core (tensors, dtypes, ops, the addon) imports nothing else of tsddp.',
+      'src/core (tensors, dtypes, ops, the addon) imports nothing else of tsddp but src/files.',
       { path: '^src/core/' },
-      { path: '^src/(?!core/)' },
+      { path: '^src/(?!core/|files/)' },
     ),
     forbid(
       'autograd-over-core-only',
       'src/autograd builds on the tensor layer alone.',
       { path: '^src/autograd/' },
-      { path: '^src/(?!core/|autograd/)' },
+      { path: '^src/(?!core/|autograd/|files/)' },
     ),
     forbid(
       'library-below-application',
@@ -36,9 +42,9 @@ module.exports = {
     ),
     forbid(
       'metrics-is-a-leaf',
-      'src/metrics (the record schema, files, formatting) imports nothing of tsddp: train, report and dashboard share it.',
+      'src/metrics (the record schema, files, formatting) imports nothing of tsddp but src/files: train, report and dashboard share it.',
       { path: '^src/metrics/' },
-      { path: '^src/(?!metrics/)' },
+      { path: '^src/(?!metrics/|files/)' },
     ),
     forbid(
       'launcher-knows-no-ui',

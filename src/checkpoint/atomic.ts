@@ -1,10 +1,12 @@
 // Crash-safe file writes: write to a temp name in the same directory, fsync, rename over
 // the final name, fsync the directory. A reader sees the old file or the whole new one,
-// never a torn one. Temp names carry the writer's pid so a later run can tell a dead
-// writer's leftovers (removed) from a live writer's file (left alone).
-import { createHash, randomBytes } from 'node:crypto';
-import { open, readdir, rename, rm } from 'node:fs/promises';
+// never a torn one. Temp names (src/files: unguessable, opened O_EXCL | O_NOFOLLOW) carry
+// the writer's pid so a later run can tell a dead writer's leftovers (removed) from a live
+// writer's file (left alone).
+import { createHash } from 'node:crypto';
+import { lstat, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { CREATE_NEW, tempNameOwner, tempPathFor } from '../files/index.ts';
 import { CheckpointError } from './errors.ts';
 
 export interface WrittenFile {
@@ -25,13 +27,8 @@ export interface WriteProgress {
 }
 export type ProgressHook = (p: WriteProgress) => void | Promise<void>;
 
-const TEMP = /^\.(.+)\.tmp-(\d+)-[0-9a-f]+$/;
 // Temp files this process is writing right now (never cleaned as stale).
 const inFlight = new Set<string>();
-
-function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-}
 
 /** Writes `chunks` to `path` atomically and durably; returns size and sha256 of what was written. */
 export async function writeFileAtomic(
@@ -45,7 +42,7 @@ export async function writeFileAtomic(
   let size = 0;
   inFlight.add(tmp);
   try {
-    const fh = await open(tmp, 'wx', 0o644);
+    const fh = await open(tmp, CREATE_NEW, 0o644);
     try {
       for (const chunk of chunks) {
         let done = 0;
@@ -86,7 +83,7 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** True for names writeFileAtomic gives its temp files. */
 export function isTempName(name: string): boolean {
-  return TEMP.test(name);
+  return tempNameOwner(name) !== null;
 }
 
 function processAlive(pid: number): boolean {
@@ -113,13 +110,13 @@ export async function cleanStaleTemps(dir: string): Promise<string[]> {
   }
   const removed: string[] = [];
   for (const name of names) {
-    const m = TEMP.exec(name);
-    if (m === null) continue;
+    const pid = tempNameOwner(name);
+    if (pid === null) continue;
     const path = join(dir, name);
-    const pid = Number(m[2]);
     const stale = pid === process.pid ? !inFlight.has(path) : !processAlive(pid);
-    if (!stale) continue;
-    await rm(path, { force: true, recursive: true });
+    // Only a regular file is one of ours: anything else with such a name is left alone.
+    if (!stale || !(await lstat(path)).isFile()) continue;
+    await rm(path, { force: true });
     removed.push(name);
   }
   if (removed.length > 0) await fsyncDir(dir);

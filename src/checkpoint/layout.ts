@@ -6,6 +6,8 @@
 //     trainer.safetensors    tensors found in scheduler / scaler / extra state (only if any)
 //     trainer.json           everything else: epoch, step, world size, RNG, param groups, scheduler, scaler, extra
 //     manifest.json          size + sha256 of each file above; written last (the commit record)
+//     evaluation.json        written after it by the trainer when the evaluation due at this
+//                            step has finished (not in the manifest: it comes later)
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError } from './errors.ts';
@@ -17,6 +19,7 @@ export const OPTIMIZER_FILE = 'optimizer.safetensors';
 export const TRAINER_TENSORS_FILE = 'trainer.safetensors';
 export const TRAINER_FILE = 'trainer.json';
 export const TRAINER_FORMAT = 'tsddp.trainer';
+export const EVALUATION_FILE = 'evaluation.json';
 
 /** The parts of trainer state that come from stateful objects. */
 export const PARTS = ['optimizer', 'scheduler', 'scaler'] as const;

@@ -6,6 +6,7 @@
 import { lstat, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as t from '../core/index.ts';
+import { checkSafeDir } from '../files/index.ts';
 import { cleanStaleTemps, fsyncDir, type ProgressHook, type WrittenFile, writeFileAtomic } from './atomic.ts';
 import {
   checkpointDirName,
@@ -25,6 +26,7 @@ import {
   type Manifest,
   writeManifest,
 } from './manifest.ts';
+import { removeCheckpointDir } from './remove.ts';
 import { saveFile } from './safetensors.ts';
 import { tiedNames } from './shared-memory.ts';
 import { encodeState } from './state-codec.ts';
@@ -131,6 +133,7 @@ export async function saveCheckpoint(
     };
 
     await mkdir(root, { recursive: true });
+    checkSafeDir(root, 'the checkpoint folder');
     const dir = join(root, checkpointDirName(step));
     await cleanStaleTemps(root);
     await cleanStaleTemps(dir);
@@ -198,7 +201,8 @@ export async function saveCheckpoint(
 /**
  * After committing `step`: removes committed checkpoints beyond `keepLast` (oldest first)
  * and uncommitted directories of earlier steps (writes that died). Each goes manifest
- * first, so a crash mid-removal leaves an uncommitted directory, never a broken committed one.
+ * first (remove.ts), so a crash mid-removal leaves an uncommitted directory, never a broken
+ * committed one; a folder holding something tsddp did not write is kept, with a warning.
  */
 async function prune(root: string, step: number, keepLast: number | undefined): Promise<string[]> {
   const all = await listCheckpointDirs(root);
@@ -218,11 +222,15 @@ async function prune(root: string, step: number, keepLast: number | undefined): 
     const excess = committed.length + 1 - keepLast;
     for (const c of committed.slice(0, Math.max(0, excess))) doomed.push(c.dir);
   }
+  const removed: string[] = [];
   for (const dir of doomed) {
-    await rm(join(dir, MANIFEST_FILE), { force: true });
-    await fsyncDir(dir);
-    await rm(dir, { recursive: true, force: true });
+    const r = removeCheckpointDir(dir);
+    if (r.removed) removed.push(dir);
+    else
+      console.warn(
+        `tsddp: checkpoint ${dir} was not pruned: it holds ${r.foreign.join(', ')}, which tsddp did not write`,
+      );
   }
-  if (doomed.length > 0) await fsyncDir(root);
-  return doomed;
+  if (removed.length > 0) await fsyncDir(root);
+  return removed;
 }

@@ -1,10 +1,10 @@
 // A job with the dashboard around it: serve the page from a thread of its own (see
 // thread.ts), pass on the job's events, and close the server when the job ends (it must not
 // keep the launcher alive).
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
+import { makePrivateTempDir } from '../files/index.ts';
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
 import { type DashboardEvent, endStatus } from './events.ts';
 import { DashboardError } from './server.ts';
@@ -31,13 +31,14 @@ export interface DashboardReporter {
 
 /**
  * The metrics file a dashboard follows when the user gave none: TSDDP_METRICS_FILE, else
- * `<logDir>/<runId>/metrics.jsonl`, else one under the temp folder (kept: it is the run's record).
+ * `<logDir>/<runId>/metrics.jsonl`, else one in a new private folder under the temp folder
+ * (mkdtemp: mode 0700, an unguessable name; kept: it is the run's record).
  */
 export function defaultMetricsFile(runId: string, logDir?: string, env = process.env): string {
   const given = env[METRICS_FILE_ENV];
   if (given) return resolve(given);
   if (logDir !== undefined) return join(logDir, runId, 'metrics.jsonl');
-  return join(tmpdir(), `tsddp-${runId}-${process.pid}`, 'metrics.jsonl');
+  return join(makePrivateTempDir(`tsddp-${runId}-`), 'metrics.jsonl');
 }
 
 /** Under tsx, a worker thread registers tsx's loader itself (Node 20 does not pass it on). */

@@ -5,18 +5,29 @@
 // interrupted attempt after the resumed step are dropped by the merge, so the merged
 // file describes the run that actually produced the final model. (The rank files must
 // be visible to rank 0: one node, or a shared file system.)
+//
+// Files are created as src/files says (no symbolic link followed, temp names unguessable,
+// folders checked); --overwrite removes only what isTsddpMetricsFile() recognizes.
 import {
-  appendFileSync,
+  closeSync,
   existsSync,
-  mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
-  renameSync,
-  rmSync,
+  readSync,
   statSync,
-  writeFileSync,
+  unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import {
+  ensureSafeDir,
+  kindOf,
+  openAppend,
+  openNew,
+  UnsafePathError,
+  writeFileAtomicSync,
+} from '../files/index.ts';
 import type { MetricRecord } from './records.ts';
 
 export function rankFile(path: string, rank: number): string {
@@ -37,21 +48,104 @@ export function rankFilesOf(path: string): string[] {
 /** Appends one rank's records to its rank file. */
 export class MetricsWriter {
   readonly file: string | null;
+  private fd: number | null = null;
 
-  /** `fresh`: start the rank file anew (a run that does not resume). */
+  /**
+   * `fresh`: start the rank file anew (a run that does not resume); an earlier attempt's
+   * rank file there is removed if it is a tsddp metrics file, else refused.
+   */
   constructor(
     path: string | undefined,
     readonly rank: number,
     fresh: boolean,
   ) {
     this.file = path === undefined ? null : rankFile(path, rank);
-    if (this.file !== null) mkdirSync(dirname(this.file), { recursive: true });
-    if (this.file !== null && fresh) rmSync(this.file, { force: true });
+    if (this.file === null) return;
+    ensureSafeDir(dirname(this.file), 'the metrics folder');
+    if (fresh && kindOf(this.file) !== 'missing') removeMetricsFile(this.file);
+    this.fd = fresh ? openNew(this.file) : openAppend(this.file);
   }
 
   write(record: MetricRecord): void {
-    if (this.file !== null) appendFileSync(this.file, `${JSON.stringify(record)}\n`);
+    if (this.fd !== null) writeSync(this.fd, `${JSON.stringify(record)}\n`);
   }
+
+  /** Closes the rank file; later writes are dropped. Idempotent. */
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+const RECORD_TYPES = new Set(['resume', 'step', 'eval', 'summary']);
+
+/**
+ * Whether `path` is a metrics file tsddp wrote: a regular file (not a link) that is empty
+ * (a run that ended before its first record) or whose first line is a metric record.
+ */
+export function isTsddpMetricsFile(path: string): boolean {
+  if (kindOf(path) !== 'file') return false;
+  const fd = openSync(path, 'r');
+  let head: string;
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    head = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+  if (head.length === 0) return true;
+  const nl = head.indexOf('\n');
+  try {
+    const r = JSON.parse(nl < 0 ? head : head.slice(0, nl)) as Record<string, unknown>;
+    return RECORD_TYPES.has(r.type as string) && Number.isInteger(r.rank) && Number.isInteger(r.step);
+  } catch {
+    return false;
+  }
+}
+
+/** Removes a metrics file tsddp wrote; anything else is refused with an UnsafePathError. */
+export function removeMetricsFile(path: string): void {
+  if (!isTsddpMetricsFile(path))
+    throw new UnsafePathError(
+      path,
+      `${path} is not a tsddp metrics file (${describeKind(path)}); tsddp will not delete it`,
+    );
+  unlinkSync(path);
+}
+
+/** What is at `path`, in words, for messages. */
+export function describeKind(path: string): string {
+  const kind = kindOf(path);
+  if (kind === 'file') return 'a file whose first line is not a metric record';
+  if (kind === 'folder') return 'a folder';
+  if (kind === 'link') return 'a symbolic link';
+  if (kind === 'missing') return 'nothing';
+  const st = statSync(path);
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a named pipe';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * Refuses a --metrics-file path tsddp could not write safely: anything there but a regular
+ * file (a folder, a device, a link), or a folder another user controls.
+ */
+export function checkMetricsPath(path: string): void {
+  for (const p of [path, ...rankFilesOf(path)]) {
+    const kind = kindOf(p);
+    if (kind !== 'missing' && kind !== 'file')
+      throw new UnsafePathError(
+        p,
+        `--metrics-file ${path}: ${p} is ${describeKind(p)}, not a file; give the path of a metrics file (it is created)`,
+      );
+  }
+  if (existsSync(dirname(path))) ensureSafeDir(dirname(path), "--metrics-file's folder");
 }
 
 const TYPE_ORDER: Record<string, number> = { resume: 0, step: 1, eval: 2, summary: 3 };
@@ -114,8 +208,13 @@ export function mergedRecords(files: string[], extra: MetricRecord[] = []): Metr
 }
 
 function writeMerged(path: string, all: MetricRecord[]): number {
-  const tmp = `${path}.tmp${process.pid}`;
-  writeFileSync(tmp, all.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  renameSync(tmp, path);
+  // A rename would replace whatever is there, a device node included.
+  const kind = kindOf(path);
+  if (kind !== 'missing' && kind !== 'file')
+    throw new UnsafePathError(
+      path,
+      `cannot merge the metrics into ${path}: it is ${describeKind(path)}, not a file`,
+    );
+  writeFileAtomicSync(path, all.map((r) => `${JSON.stringify(r)}\n`).join(''));
   return all.length;
 }

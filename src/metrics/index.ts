@@ -1,7 +1,10 @@
 // Training metrics: the record schema, the JSONL rank files and their merge, and the
 // formatting the trainer, the report and the dashboard share (architecture §8).
 export {
+  checkMetricsPath,
+  describeKind,
   effectiveRecords,
+  isTsddpMetricsFile,
   MetricsWriter,
   mergedRecords,
   mergeMetrics,
@@ -9,6 +12,7 @@ export {
   rankFile,
   rankFilesOf,
   readJsonLines,
+  removeMetricsFile,
 } from './files.ts';
 export { formatDuration } from './format.ts';
 export {

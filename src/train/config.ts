@@ -222,6 +222,10 @@ export const OPTIONS = {
     false,
     'delete the checkpoints and metrics an earlier run left in the same places, and start again',
   ),
+  allowDataChange: boolOpt(
+    false,
+    'resume although the training data changed since the checkpoint (sample count or files): the epoch goes on at the saved step, or the next one starts if the data shrank below it',
+  ),
   reshard: boolOpt(
     false,
     'resume a checkpoint saved with another world size (elastic training): the epoch continues at the same sample, re-sharded over the new ranks',

@@ -6,7 +6,8 @@
 // in the main thread, from a generator seeded by (seed, epoch, batch, rank): a run that
 // resumes mid-epoch then sees exactly the batches an uninterrupted run would. ImageFolder
 // images differ in size, so their random resized crop runs per sample in the workers.
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { join, relative } from 'node:path';
 import * as t from '../core/index.ts';
 import * as data from '../data/index.ts';
 import { imageSizeOf, type TrainConfig } from './config.ts';
@@ -28,6 +29,23 @@ export interface DataSetup {
   std: number[];
   /** Augment whole batches in the main thread (fixed-size datasets); else the workers do it. */
   batchAugment: boolean;
+}
+
+/**
+ * What identifies a training set across a resume: its sample count and a fingerprint of
+ * its files and labels (ImageFolder: sha256 of each sample's path under the root and its
+ * label; the other datasets are fixed by their options, which the resume keys hold).
+ */
+export interface DataIdentity {
+  samples: number;
+  fingerprint: string | null;
+}
+
+export function dataIdentity(ds: ImageDataset): DataIdentity {
+  if (!(ds instanceof data.ImageFolder)) return { samples: ds.length, fingerprint: null };
+  const hash = createHash('sha256');
+  for (const [path, label] of ds.samples) hash.update(`${relative(ds.options.root, path)}\0${label}\n`);
+  return { samples: ds.length, fingerprint: hash.digest('hex').slice(0, 32) };
 }
 
 /** Builds the training and validation datasets the config names. */

@@ -3,12 +3,21 @@
 // left there. Starting again over it would overwrite its checkpoints, prune the ones
 // that are left, truncate its metrics and leave a folder that mixes two runs, so by
 // default that is refused, naming what is there; `--resume auto` continues the earlier
-// run (its recorded configuration must match) and `--overwrite` deletes it first. A gang
-// the launcher restarted is continuing its own run and resumes without asking.
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+// run (its recorded configuration must match) and `--overwrite` deletes it first — only
+// what tsddp wrote (metrics files it recognizes, checkpoint folders holding nothing but
+// checkpoint files), all checked before the first is deleted. A gang the launcher
+// restarted is continuing its own run and resumes without asking.
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { stepOfDirName } from '../checkpoint/layout.ts';
-import { rankFilesOf } from '../metrics/index.ts';
+import { foreignEntries, removeCheckpointDir } from '../checkpoint/remove.ts';
+import {
+  checkMetricsPath,
+  describeKind,
+  isTsddpMetricsFile,
+  rankFilesOf,
+  removeMetricsFile,
+} from '../metrics/index.ts';
 import type { TrainConfig } from './config.ts';
 
 /** What an earlier run left where this one would write. */
@@ -57,21 +66,46 @@ function describe(p: PriorRun): string {
   return parts.join('; ');
 }
 
+/** Why --overwrite may not delete `prior`: each thing tsddp did not write (empty: it may). */
+function notOurs(prior: PriorRun): string[] {
+  const out: string[] = [];
+  for (const dir of prior.checkpoints) {
+    const foreign = foreignEntries(dir);
+    if (foreign.length > 0) out.push(`${dir} holds ${foreign.join(', ')}, which tsddp did not write`);
+  }
+  for (const f of prior.metrics)
+    if (!isTsddpMetricsFile(f)) out.push(`${f} is ${describeKind(f)}, not a tsddp metrics file`);
+  return out;
+}
+
+/** --overwrite: checks that tsddp wrote everything there, then deletes it. */
+function overwrite(prior: PriorRun): void {
+  const refused = notOurs(prior);
+  if (refused.length > 0)
+    throw new PriorRunError(
+      `--overwrite deletes only what tsddp wrote, and nothing was deleted: ${refused.join('; ')}. ` +
+        'Move those away, or choose another --checkpoint-dir / --metrics-file',
+    );
+  for (const dir of prior.checkpoints) removeCheckpointDir(dir);
+  for (const f of prior.metrics) removeMetricsFile(f);
+}
+
 /**
  * Decides what to do with an earlier run before any work: nothing there, or a restarted
  * gang, or `--resume` given (resume decides), or `--overwrite` (deleted here; by rank 0
- * only, before any collective) — else a PriorRunError that names what is there.
+ * only, before any collective) — else a PriorRunError that names what is there. A
+ * --metrics-file that is not a file (a folder, a device, a link) is refused in every case.
  */
 export function guardPriorRun(
   c: Pick<TrainConfig, 'checkpointDir' | 'metricsFile' | 'resume' | 'overwrite'>,
   opts: { restarting: boolean; rank: number },
 ): void {
+  if (c.metricsFile !== undefined) checkMetricsPath(c.metricsFile);
   if (opts.restarting) return;
   const prior = findPriorRun(c);
   if (isEmpty(prior)) return;
   if (c.overwrite) {
-    if (opts.rank === 0)
-      for (const p of [...prior.checkpoints, ...prior.metrics]) rmSync(p, { recursive: true, force: true });
+    if (opts.rank === 0) overwrite(prior);
     return;
   }
   if (c.resume === 'none') {

@@ -1,6 +1,7 @@
 // Where a run resumes and what it restores (architecture §8, §9): the checkpoint is chosen
 // on rank 0 and broadcast, so every rank loads the same one; the options that fix the data
 // order and the step numbering must not have changed since it was written.
+import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   CheckpointError,
@@ -10,10 +11,15 @@ import {
   loadCheckpoint,
   stepOfDirName,
 } from '../checkpoint/index.ts';
+import { EVALUATION_FILE } from '../checkpoint/layout.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
+import { writeFileAtomicSync } from '../files/index.ts';
 import { ELASTIC_ENV } from '../launch/elastic.ts';
 import type { TrainConfig } from './config.ts';
+import type { DataIdentity } from './data.ts';
+import type { EvalResult } from './evaluate.ts';
+import { PriorRunError } from './prior-run.ts';
 import type { RunPlacement } from './process-group.ts';
 
 /** Options that fix the data order and step numbering: a resumed run must keep them. */
@@ -29,36 +35,81 @@ export interface ResumePoint {
   samplesInEpoch: number;
   /** The world size the checkpoint was saved with. */
   savedWorldSize: number;
+  /** The evaluation due right after the checkpoint never finished (the run stopped in it). */
+  evalPending: boolean;
+  /** How the training data changed since the checkpoint (--allow-data-change), or null. */
+  dataChange: string | null;
+}
+
+/** Where the run stands when a checkpoint is written, beside what the checkpoint's standard parts hold. */
+export interface ResumeState {
+  stepInEpoch: number;
+  samplesInEpoch: number;
+  /** The training set's identity (data.ts dataIdentity). */
+  data: DataIdentity;
+  /** An evaluation is due right after this checkpoint (evaluation.json records that it finished). */
+  evalPending: boolean;
 }
 
 /** What a checkpoint's `extra` holds besides the standard parts: the position in the epoch and the options that must not change. */
-export function resumeExtra(
-  c: TrainConfig,
-  stepInEpoch: number,
-  samplesInEpoch: number,
-): Record<string, unknown> {
+export function resumeExtra(c: TrainConfig, s: ResumeState): Record<string, unknown> {
   return {
-    stepInEpoch,
-    samplesInEpoch,
-    config: Object.fromEntries(RESUME_KEYS.map((k) => [k, c[k] ?? null])),
+    stepInEpoch: s.stepInEpoch,
+    samplesInEpoch: s.samplesInEpoch,
+    evalPending: s.evalPending,
+    config: { ...Object.fromEntries(RESUME_KEYS.map((k) => [k, c[k] ?? null])), data: s.data },
   };
 }
 
-/** Which checkpoint to resume from, or null: decided on rank 0 and broadcast. */
-export async function findResume(c: TrainConfig, p: RunPlacement): Promise<string | null> {
-  let mode = c.resume;
-  // A gang the launcher restarted resumes this run's latest checkpoint.
-  if (mode === 'none' && p.restartCount > 0 && c.checkpointDir !== undefined) mode = 'auto';
-  if (mode === 'none') return null;
-  if (mode !== 'auto') return mode;
+/** Records in checkpoint `dir` that the evaluation due after it finished (rank 0, after evaluate()). */
+export function recordEvaluation(dir: string, r: EvalResult & { epoch: number; step: number }): void {
+  writeFileAtomicSync(join(dir, EVALUATION_FILE), `${JSON.stringify(r)}\n`, { durable: true });
+}
+
+/** Whether this run resumes the latest checkpoint: --resume auto, or a gang the launcher restarted. */
+export function resumesLatest(c: TrainConfig, restartCount: number): boolean {
+  return c.resume === 'auto' || (c.resume === 'none' && restartCount > 0 && c.checkpointDir !== undefined);
+}
+
+/**
+ * Rank 0's choice when the run resumes the latest checkpoint: the step of the newest one
+ * that verifies, or null to start at step 0. Refused with a PriorRunError, before anything
+ * is written, when checkpoints are there but none can be resumed: starting over would
+ * overwrite them and the earlier run's metrics. (A restarted gang whose checkpoints are
+ * all uncommitted writes of its own first save starts over.)
+ */
+export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise<number | null> {
   const root = c.checkpointDir as string;
-  let step = -1;
-  if (p.rank === 0) {
-    const dir = await latestCheckpoint(root, {
-      onSkip: (skipped, why) => console.warn(`resume: skipping ${skipped}: ${why.message}`),
-    });
-    if (dir !== null) step = stepOfDirName(basename(dir)) ?? -1;
+  const skipped: { dir: string; why: CheckpointError }[] = [];
+  const dir = await latestCheckpoint(root, {
+    onSkip: (d, why) => {
+      skipped.push({ dir: d, why });
+      console.warn(`resume: skipping ${d}: ${why.message}`);
+    },
+  });
+  if (dir !== null) return stepOfDirName(basename(dir));
+  const corrupt = skipped.filter((s) => s.why.code !== 'MISSING');
+  if (skipped.length > 0 && (corrupt.length > 0 || !restarting)) {
+    throw new PriorRunError(
+      `--resume auto: no checkpoint in ${root} can be resumed, and starting over would overwrite them: ` +
+        `${skipped.map((s) => `${basename(s.dir)}: ${s.why.message}`).join('; ')}. ` +
+        'Nothing was changed. Restore them, resume one by name (--resume <folder>) once it is repaired, or start again with --overwrite',
+    );
   }
+  return null;
+}
+
+/**
+ * Which checkpoint to resume from, or null. `latestStep` is rank 0's chooseLatest() (null
+ * on the other ranks); it is broadcast, so every rank loads the same checkpoint.
+ */
+export async function findResume(
+  c: TrainConfig,
+  p: RunPlacement,
+  latestStep: number | null,
+): Promise<string | null> {
+  if (!resumesLatest(c, p.restartCount)) return c.resume === 'none' ? null : c.resume;
+  let step = latestStep ?? -1;
   const group = p.group;
   if (group !== null && group.size > 1) {
     step = await t.tidyAsync(async () => {
@@ -67,7 +118,7 @@ export async function findResume(c: TrainConfig, p: RunPlacement): Promise<strin
       return Number((buf.toTypedArray() as BigInt64Array)[0]);
     });
   }
-  return step < 0 ? null : join(root, checkpointDirName(step));
+  return step < 0 ? null : join(c.checkpointDir as string, checkpointDirName(step));
 }
 
 /** Loads `dir` into `parts` and returns where the run continues. */
@@ -76,6 +127,7 @@ export async function loadResume(
   parts: LoadTargets,
   c: TrainConfig,
   worldSize: number,
+  data: DataIdentity,
 ): Promise<ResumePoint> {
   let loaded: Awaited<ReturnType<typeof loadCheckpoint>>;
   // Under tsrun's elastic mode the world may change between rounds.
@@ -98,9 +150,19 @@ export async function loadResume(
   const extra = loaded.extra as {
     stepInEpoch?: number;
     samplesInEpoch?: number;
+    evalPending?: boolean;
     config?: Record<string, unknown>;
   } | null;
   checkUnchanged(extra?.config, c, dir);
+  const dataChange = dataChangeOf(extra?.config?.data as DataIdentity | undefined, data);
+  if (dataChange !== null && !c.allowDataChange)
+    throw new CheckpointError(
+      'INCOMPATIBLE',
+      dir,
+      `cannot resume: the training data changed since this checkpoint (${dataChange}), so the saved position ` +
+        'in the epoch no longer points at the same samples. Restore the data, or pass --allow-data-change ' +
+        'to go on with the new data (the epoch continues at the same step, or the next epoch starts if it is past the end)',
+    );
   const stepInEpoch = extra?.stepInEpoch ?? 0;
   return {
     epoch: loaded.epoch,
@@ -109,7 +171,18 @@ export async function loadResume(
     // Checkpoints from before samplesInEpoch was recorded had a constant world.
     samplesInEpoch: extra?.samplesInEpoch ?? stepInEpoch * c.batchSize * c.gradAccum * loaded.savedWorldSize,
     savedWorldSize: loaded.savedWorldSize,
+    evalPending: extra?.evalPending === true && !existsSync(join(dir, EVALUATION_FILE)),
+    dataChange,
   };
+}
+
+/** How the data differs from the checkpoint's record, in words, or null (also for checkpoints without one). */
+function dataChangeOf(saved: DataIdentity | undefined, now: DataIdentity): string | null {
+  if (saved === undefined || saved === null) return null;
+  if (saved.samples !== now.samples) return `${saved.samples} training samples then, ${now.samples} now`;
+  if (saved.fingerprint !== now.fingerprint)
+    return `the same number of samples (${now.samples}), but other files or labels`;
+  return null;
 }
 
 function checkUnchanged(saved: Record<string, unknown> | undefined, c: TrainConfig, dir: string): void {

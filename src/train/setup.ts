@@ -3,6 +3,7 @@
 import { GradScaler } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
+import { Heartbeat } from '../launch/heartbeat.ts';
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
 import {
   resnet18,
@@ -25,11 +26,11 @@ import {
   type TrainConfig,
   type TrainConfigInput,
 } from './config.ts';
-import { buildDatasets, buildLoaders, type DataSetup, type Loaders } from './data.ts';
+import { buildDatasets, buildLoaders, type DataSetup, dataIdentity, type Loaders } from './data.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
 import { joinProcessGroup, type RunPlacement } from './process-group.ts';
-import { findResume, loadResume, type ResumePoint } from './resume.ts';
+import { chooseLatest, findResume, loadResume, type ResumePoint, resumesLatest } from './resume.ts';
 import { buildScheduler } from './schedule.ts';
 import type { TrainHooks } from './types.ts';
 
@@ -54,6 +55,8 @@ export interface RunParts {
   loaders: Loaders;
   ddp: dist.DistributedDataParallel | null;
   resume: (ResumePoint & { dir: string }) | null;
+  /** The launcher's watchdog file (launch/heartbeat.ts), written from the start of the setup on. */
+  heartbeat: Heartbeat | null;
   /** performance.now() when the run started. */
   started: number;
 }
@@ -70,11 +73,29 @@ const now = () => performance.now();
  */
 export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: TrainHooks): Promise<RunParts> {
   const started = now();
+  // The watchdog sees a rank stuck in its setup too, not only one stuck between steps.
+  const heartbeat = Heartbeat.fromEnv();
+  try {
+    return await setupParts(input, hooks, started, heartbeat);
+  } catch (e) {
+    heartbeat?.close();
+    throw e;
+  }
+}
+
+async function setupParts(
+  input: TrainConfig | TrainConfigInput,
+  hooks: TrainHooks,
+  started: number,
+  heartbeat: Heartbeat | null,
+): Promise<RunParts> {
+  const beat = (phase: string, waiting = false) => heartbeat?.beat(0, `setup: ${phase}`, waiting);
   const parsed = parseConfig(input);
   // Under a launcher serving the dashboard, metrics go where it reads them.
   const envMetrics = process.env[METRICS_FILE_ENV];
   const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
   if (c.threads !== undefined) t.setNumThreads(c.threads);
+  beat('joining the process group', true);
   const pg = await joinProcessGroup(c);
   let loaders: Loaders | null = null;
   try {
@@ -88,20 +109,28 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
     const lr = resolveLr(c, pg.worldSize);
     // Everything that can fail before the first step, checked on every rank and compared
     // across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
+    const restarting = pg.restartCount > 0;
+    let latestStep: number | null = null;
+    beat('pre-flight checks, data and model');
     const { setup, model, optimizer } = await preflight(c, pg.group, pg.restartCount, async () => {
-      guardPriorRun(c, { restarting: pg.restartCount > 0, rank: pg.rank });
+      guardPriorRun(c, { restarting, rank: pg.rank });
+      // Rank 0 picks the checkpoint (or refuses) before anything is built or written.
+      if (pg.rank === 0 && resumesLatest(c, pg.restartCount)) latestStep = await chooseLatest(c, restarting);
       const setup = await buildDatasets(c);
       const model = buildModel(c, hooks, setup, on);
       const optimizer = buildOptimizer(model, c, lr);
       if (c.checkpointDir !== undefined)
         checkCheckpointFolder(c.checkpointDir, 2 * checkpointBytes(model, c));
+      beat("comparing the ranks' pre-flight checks", true);
       return { setup, model, optimizer };
     });
     loaders = buildLoaders(c, setup, pg.rank, pg.worldSize);
     const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / c.gradAccum);
     const scheduler = buildScheduler(optimizer, c, stepsPerEpoch, lr);
     const scaler = c.amp === 'fp16' ? new GradScaler({ device: on.deviceType }) : null;
-    const resumeDir = await findResume(c, pg);
+    beat('choosing the checkpoint to resume', true);
+    const resumeDir = await findResume(c, pg, latestStep);
+    if (resumeDir !== null) beat(`loading ${resumeDir}`);
     const resume =
       resumeDir === null
         ? null
@@ -112,8 +141,10 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
               { model, optimizer, scheduler, scaler: scaler ?? undefined },
               c,
               pg.worldSize,
+              dataIdentity(setup.train),
             )),
           };
+    beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
     const ddp =
       pg.group === null
         ? null
@@ -143,6 +174,7 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
       loaders,
       ddp,
       resume,
+      heartbeat,
       started,
     };
     return parts;

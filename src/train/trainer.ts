@@ -15,16 +15,24 @@ import { checkpointDirName, saveCheckpoint } from '../checkpoint/index.ts';
 import * as t from '../core/index.ts';
 import type { Batch } from '../data/index.ts';
 import * as dist from '../distributed/index.ts';
-import { Heartbeat } from '../launch/heartbeat.ts';
+import type { Heartbeat } from '../launch/heartbeat.ts';
 import { MetricsWriter, mergeMetrics, mergeRankFiles } from '../metrics/index.ts';
 import type { Module } from '../nn/index.ts';
 import { clipGradNorm_, type lrScheduler, type Optimizer } from '../optim/index.ts';
 import { globalBatch, resolveLr, resolveStem, type TrainConfig, type TrainConfigInput } from './config.ts';
-import { type DataSetup, epochBatches, type Loaders, prepareImages, seedBatchGenerator } from './data.ts';
+import {
+  type DataIdentity,
+  type DataSetup,
+  dataIdentity,
+  epochBatches,
+  type Loaders,
+  prepareImages,
+  seedBatchGenerator,
+} from './data.ts';
 import { type EvalResult, evaluate } from './evaluate.ts';
 import type { RunPlacement } from './process-group.ts';
 import { Progress } from './progress.ts';
-import { type ResumePoint, resumeExtra } from './resume.ts';
+import { type ResumePoint, recordEvaluation, resumeExtra } from './resume.ts';
 import { type Placement, type RunParts, setupRun } from './setup.ts';
 import { type PendingRecord, StepMeter } from './step-meter.ts';
 import type { StepInfo, TrainHooks, TrainResult } from './types.ts';
@@ -92,10 +100,16 @@ export class Trainer {
   private readonly checkpoints: string[] = [];
   private readonly meter: StepMeter;
   private readonly metrics: MetricsWriter;
-  private readonly heartbeat: Heartbeat | null = Heartbeat.fromEnv();
+  private readonly heartbeat: Heartbeat | null;
+  /** The evaluation due after the resumed checkpoint never finished: it runs first. */
+  private pendingEval = false;
   private readonly batchGenerator = new t.Generator();
+  /** The training set's identity, recorded in every checkpoint (resume.ts). */
+  private readonly dataIdentity: DataIdentity;
   private lastLoss = Number.NaN;
   private lastEval: EvalResult | null = null;
+  /** The step of the last checkpoint written (or resumed from), or -1. */
+  private checkpointedAt = -1;
   private imagesDone = 0;
   private loopSecs = 0;
   private closed = false;
@@ -113,6 +127,8 @@ export class Trainer {
     this.loaders = parts.loaders;
     this.ddp = parts.ddp;
     this.started = parts.started;
+    this.heartbeat = parts.heartbeat;
+    this.dataIdentity = dataIdentity(parts.setup.train);
     this.rank = parts.pg.rank;
     this.worldSize = parts.pg.worldSize;
     const c = parts.config;
@@ -124,16 +140,29 @@ export class Trainer {
     // A resumed run appends to its rank file; a new one starts it anew.
     this.metrics = new MetricsWriter(c.metricsFile, this.rank, resume === null);
     this.resumedFrom = resume?.dir ?? null;
+    if (resume !== null) this.checkpointedAt = resume.step;
     this.startStep = resume?.step ?? 0;
     if (resume !== null) {
       this.epoch = resume.epoch;
       this.step = resume.step;
       this.stepInEpoch = resume.stepInEpoch;
       this.samplesInEpoch = resume.samplesInEpoch;
+      this.pendingEval = resume.evalPending;
       const { epoch, step, dir } = resume;
       this.metrics.write({ type: 'resume', rank: this.rank, step, epoch, checkpoint: dir, time: Date.now() });
       this.log(`resumed from ${dir} (epoch ${epoch + 1}, step ${step})`);
+      if (resume.dataChange !== null)
+        this.log(`the training data changed (${resume.dataChange}); going on with it`);
       if (resume.savedWorldSize !== this.worldSize) totalSteps = this.reshard(resume);
+      else if (this.stepInEpoch >= this.stepsPerEpoch) {
+        // The data shrank below the saved position (--allow-data-change): that epoch is over.
+        this.log(
+          `epoch ${this.epoch + 1} has ${this.stepsPerEpoch} steps now, and step ${this.stepInEpoch} of it was done: it is over`,
+        );
+        this.epoch++;
+        this.stepInEpoch = 0;
+        this.samplesInEpoch = 0;
+      }
     }
     this.endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
   }
@@ -175,6 +204,12 @@ export class Trainer {
     let merged = false;
     try {
       this.announce();
+      if (this.pendingEval) {
+        this.log(
+          `the evaluation after step ${this.step} did not finish in the run that saved ${this.resumedFrom}: running it`,
+        );
+        await this.evaluate();
+      }
       while (this.step < this.endStep) {
         const start =
           this.reshardAt === null ? { batch: this.stepInEpoch * c.gradAccum } : { sample: this.reshardAt };
@@ -188,14 +223,18 @@ export class Trainer {
         } finally {
           await batches.return?.(undefined);
         }
-        const epochDone = this.stepInEpoch === this.stepsPerEpoch;
+        // `>=`: a resharded resume past the end of a shrunken epoch has no step left in it.
+        const epochDone = this.stepInEpoch >= this.stepsPerEpoch;
         if (epochDone) {
           this.epoch++;
           this.stepInEpoch = 0;
           this.samplesInEpoch = 0;
+        } else if (this.step < this.endStep) {
+          throw new Error(
+            `internal: epoch ${this.epoch} stopped at step ${this.stepInEpoch} of ${this.stepsPerEpoch}`,
+          );
         }
-        const evalDue = (epochDone && this.epoch % c.evalEvery === 0) || this.step === this.endStep;
-        if (c.evalEvery > 0 && evalDue) await this.evaluate();
+        if (this.evalDue(epochDone, this.epoch)) await this.evaluate();
       }
       const result = await this.finish();
       merged = true;
@@ -330,7 +369,7 @@ export class Trainer {
   /** After a step: metrics at log intervals, the checkpoint when due, the hook. */
   private async afterStep(): Promise<void> {
     const c = this.config;
-    const epochEnd = this.stepInEpoch === this.stepsPerEpoch;
+    const epochEnd = this.stepInEpoch >= this.stepsPerEpoch;
     const checkpointDue =
       c.checkpointDir !== undefined &&
       ((c.checkpointEvery > 0 && this.step % c.checkpointEvery === 0) ||
@@ -374,7 +413,7 @@ export class Trainer {
     const c = this.config;
     if (c.checkpointDir === undefined) return null;
     // A finished epoch is saved as the start of the next one.
-    const atEnd = this.stepInEpoch === this.stepsPerEpoch;
+    const atEnd = this.stepInEpoch >= this.stepsPerEpoch;
     const epoch = atEnd ? this.epoch + 1 : this.epoch;
     if (this.rank === 0) {
       await saveCheckpoint(
@@ -388,7 +427,12 @@ export class Trainer {
           step: this.step,
           samplerEpoch: epoch,
           worldSize: this.worldSize,
-          extra: resumeExtra(c, atEnd ? 0 : this.stepInEpoch, atEnd ? 0 : this.samplesInEpoch),
+          extra: resumeExtra(c, {
+            stepInEpoch: atEnd ? 0 : this.stepInEpoch,
+            samplesInEpoch: atEnd ? 0 : this.samplesInEpoch,
+            data: this.dataIdentity,
+            evalPending: this.evalDue(atEnd, epoch),
+          }),
         },
         { keepLast: c.checkpointKeep },
       );
@@ -396,7 +440,17 @@ export class Trainer {
     if (this.pg.group !== null) await dist.barrier({ group: this.pg.group });
     const dir = join(c.checkpointDir, checkpointDirName(this.step));
     this.checkpoints.push(dir);
+    this.checkpointedAt = this.step;
     return dir;
+  }
+
+  /**
+   * Whether an evaluation follows the step just done: after every --eval-every-th epoch
+   * (`epochsDone` counts the one just finished) and at the end of the run.
+   */
+  private evalDue(epochDone: boolean, epochsDone: number): boolean {
+    const c = this.config;
+    return c.evalEvery > 0 && ((epochDone && epochsDone % c.evalEvery === 0) || this.step === this.endStep);
   }
 
   /** Distributed evaluation of rank 0's model on the validation set (every rank takes part). */
@@ -419,7 +473,13 @@ export class Trainer {
     });
     const { epoch, step } = this;
     this.lastEval = r;
+    this.pendingEval = false;
     this.metrics.write({ type: 'eval', rank: this.rank, epoch, step, ...r, time: Date.now() });
+    // The checkpoint of this step (if any) records that its evaluation finished, so a run
+    // stopped during the evaluation reruns it on resume.
+    const saved = c.checkpointDir === undefined ? undefined : join(c.checkpointDir, checkpointDirName(step));
+    if (this.rank === 0 && saved !== undefined && this.checkpointedAt === step)
+      recordEvaluation(saved, { ...r, epoch, step });
     this.hooks.onEval?.({ ...r, epoch, step });
     this.log(
       `eval after epoch ${epoch} (step ${step}): loss ${r.loss.toFixed(4)}  top-1 ${(100 * r.top1).toFixed(2)}%  ` +
@@ -433,6 +493,7 @@ export class Trainer {
     if (this.closed) return;
     this.closed = true;
     this.heartbeat?.close();
+    this.metrics.close();
     this.progress.done();
     this.meter.dispose();
     await this.loaders.train.close();
