@@ -29,6 +29,7 @@ import {
   saveCheckpoint,
   verifyCheckpoint,
 } from '../src/checkpoint/index.ts';
+import { parseStrictJson, toPlain } from '../src/checkpoint/strict-json.ts';
 import * as t from '../src/index.ts';
 import { stateAt } from './fixtures/checkpoint/crash-writer.ts';
 import {
@@ -810,4 +811,142 @@ test('tied weights (GPT lm_head = wte) are written once and load back tied; a re
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test('safetensors errors repeat the path: a corrupt file sealed in a checkpoint, or a write into a missing folder, names it once', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'tsddp-ckpt-path-once-'));
+  const count = (text: string, part: string) => text.split(part).length - 1;
+  try {
+    const { dir } = await saveCheckpoint(root, {
+      model: new FakeModule(0, 1),
+      epoch: 0,
+      step: 1,
+      worldSize: 1,
+    });
+    const file = join(dir, 'model.safetensors');
+    truncateSync(file, 60); // the header now runs past the end of the file
+    reseal(dir, 'model.safetensors');
+    await assert.rejects(
+      loadCheckpoint(dir, { model: new FakeModule(0, 2) }, { worldSize: 1 }),
+      (e: Error) => {
+        assert.ok(e instanceof CheckpointError, String(e));
+        assert.equal(e.code, 'CORRUPT');
+        assert.equal(e.path, file);
+        assert.match(
+          e.message,
+          /model\.safetensors: header length \d+ runs past the end of the file \(60 bytes\)$/,
+        );
+        assert.equal(count(e.message, file), 1, e.message);
+        return true;
+      },
+    );
+    // The same file through safetensors' own reader.
+    await assert.rejects(safetensors.loadFile(file), (e: Error) => {
+      assert.equal(e.name, 'SafetensorsError');
+      assert.equal(count(e.message, file), 1, e.message);
+      return true;
+    });
+    // A write that cannot start: Node's error names the temp file in the same folder.
+    const missing = join(root, 'no-such-folder');
+    await assert.rejects(
+      safetensors.saveFile({ a: t.ones([2]) }, join(missing, 'x.safetensors')),
+      (e: Error) => {
+        assert.ok(e instanceof CheckpointError, String(e));
+        assert.equal(e.code, 'WRITE');
+        assert.match(
+          e.message,
+          /no-such-folder\/x\.safetensors: cannot be written: ENOENT: no such file or directory, open$/,
+        );
+        assert.equal(count(e.message, missing), 1, e.message);
+        return true;
+      },
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a __proto__ key accepted in a checkpoint’s trainer.json aliases: tied names and state keys that would set a prototype are CORRUPT, named with the file', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'tsddp-ckpt-proto-'));
+  try {
+    const cfg = { vocabSize: 16, blockSize: 4, nLayer: 1, nHead: 2, nEmbd: 8, dropout: 0, bias: true };
+    t.manualSeed(1);
+    const a = t.models.gpt(cfg);
+    const opt = new t.optim.SGD(a.parameters(), { lr: 0.1, momentum: 0.9 });
+    a.forward(t.tensor([[1, 2, 3]], { dtype: 'int64' }))
+      .logits.sum()
+      .backward();
+    opt.step();
+    const { dir } = await saveCheckpoint(root, { model: a, optimizer: opt, epoch: 0, step: 1, worldSize: 1 });
+    const file = join(dir, 'trainer.json');
+    const original = readFileSync(file, 'utf8');
+    // JSON text, not objects: an object literal's "__proto__" would set its prototype here.
+    const cases: [string, string, RegExp][] = [
+      [
+        'tied __proto__',
+        original.replace('"tied": {', '"tied": {"__proto__": "transformer.wte.weight", '),
+        /trainer state has a tied weight named '__proto__'/,
+      ],
+      [
+        'tied constructor',
+        original.replace('"tied": {', '"tied": {"constructor": "transformer.wte.weight", '),
+        /trainer state has a tied weight named 'constructor'/,
+      ],
+      [
+        'optimizer state __proto__',
+        original.replace(
+          '"momentum_buffer": {',
+          '"__proto__": {"$tsddp": "tensor", "key": "state.0.momentum_buffer"}, "momentum_buffer": {',
+        ),
+        /trainer state has the key '__proto__' at parts\.optimizer\.state\.0/,
+      ],
+      [
+        'param group __proto__',
+        original.replace('"lr": 0.1,', '"__proto__": {"nesterov": true}, "lr": 0.1,'),
+        /trainer state has the key '__proto__' at parts\.optimizer\.paramGroups\.0/,
+      ],
+    ];
+    for (const [name, text, message] of cases) {
+      assert.notEqual(text, original, `${name}: the edit applies`);
+      writeFileSync(file, text);
+      reseal(dir, 'trainer.json'); // the digest passes: the parser must refuse it
+      t.manualSeed(2);
+      const b = t.models.gpt(cfg);
+      const before = b.transformer.wte.weight.toArray();
+      const opt2 = new t.optim.SGD(b.parameters(), { lr: 0.1, momentum: 0.9 });
+      await assert.rejects(
+        loadCheckpoint(dir, { model: b, optimizer: opt2 }, { worldSize: 1 }),
+        (e: Error) => {
+          assert.ok(e instanceof CheckpointError, `${name}: ${e}`);
+          assert.equal(e.code, 'CORRUPT', `${name}: ${e.message}`);
+          assert.equal(e.path, file, name);
+          assert.match(e.message, message, name);
+          return true;
+        },
+      );
+      assert.deepEqual(b.transformer.wte.weight.toArray(), before, `${name}: nothing applied`);
+    }
+    // Saving such a key is refused too: it would write a checkpoint that cannot load.
+    const extra = {};
+    Object.defineProperty(extra, '__proto__', { value: 1, enumerable: true });
+    await assert.rejects(
+      saveCheckpoint(root, { model: a, epoch: 0, step: 2, worldSize: 1, extra }),
+      /checkpoint state at extra\.__proto__ uses the key '__proto__'/,
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a __proto__ key in checkpoint JSON stays an own key: toPlain sets no prototype and pollutes nothing', () => {
+  const v = toPlain(parseStrictJson('{"__proto__": {"polluted": 1}, "a": {"__proto__": [2]}}')) as Record<
+    string,
+    unknown
+  >;
+  assert.equal(Object.getPrototypeOf(v), Object.prototype);
+  assert.deepEqual(Object.keys(v), ['__proto__', 'a']);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(v, '__proto__')?.value, { polluted: 1 });
+  assert.equal((v as { polluted?: unknown }).polluted, undefined, 'not inherited');
+  assert.equal(Object.getPrototypeOf(v.a), Object.prototype);
+  assert.equal(({} as { polluted?: unknown }).polluted, undefined, 'Object.prototype untouched');
 });

@@ -6,9 +6,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSy
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CIFAR10, CIFAR100, DataError, DataLoader, extractTarGz } from '../src/data/index.ts';
+import { tempNameOwner } from '../src/files/index.ts';
 import type * as t from '../src/index.ts';
 import { tarGz } from './fixtures/data/tar.ts';
 
@@ -83,7 +84,11 @@ test('CIFAR10: download with MD5 check, extract, read records as HWC images', as
     const before = hits.length;
     await CIFAR10.create({ root, download: true, url, md5: md5of(archive10) });
     assert.equal(hits.length, before);
-    assert.ok(!readdirSync(join(root, 'cifar-10-batches-bin')).some((f) => f.endsWith('.part')));
+    // No temp file of the download or the extraction (src/files names them .<name>.tmp-<pid>-<hex>).
+    assert.ok(
+      !readdirSync(join(root, 'cifar-10-batches-bin')).some((f) => tempNameOwner(basename(f)) !== null),
+    );
+    assert.ok(!readdirSync(root).some((f) => tempNameOwner(f) !== null));
 
     // Through workers, the same batches.
     const labels = async (numWorkers: number) => {
@@ -128,7 +133,7 @@ test('a wrong MD5 deletes the download and throws; missing or truncated files ar
     await assert.rejects(extractTarGz(broken, dest), /cannot extract .*broken\.tar\.gz/);
     if (existsSync(dest)) {
       const left = readdirSync(dest, { recursive: true }) as string[];
-      assert.ok(!left.some((f) => f.endsWith('.part')), `partial files left: ${left}`);
+      assert.ok(!left.some((f) => tempNameOwner(basename(f)) !== null), `partial files left: ${left}`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -218,3 +218,24 @@ test('DataLoader skipBadSamples: a file that fails to load is replaced by the ne
     warn.mock.restore();
   }
 });
+
+test('a file whose name is not UTF-8 (Latin-1 "caf\\xe9.png") loads, as torchvision loads it', async () => {
+  const dir = join(root, 'latin1');
+  mkdirSync(join(dir, 'c'), { recursive: true });
+  // Node decodes names as UTF-8: the old code listed "caf\uFFFD.png", which does not exist (ENOENT).
+  const name = Buffer.concat([Buffer.from(`${dir}/c/caf`), Buffer.from([0xe9]), Buffer.from('.png')]);
+  writeFileSync(name, encodePng(3, 4, pixels(6)));
+  writeFileSync(join(dir, 'c', 'plain.png'), encodePng(3, 4, pixels(7)));
+  const ds = new ImageFolder({ root: dir });
+  assert.equal(ds.length, 2);
+  assert.equal(ds.samples[0][0], join(dir, 'c', 'caf\uFFFD.png'), 'shown with the odd byte replaced');
+  assert.deepEqual(bytes((await ds.get(0)).image), Array.from(pixels(6)));
+  assert.deepEqual(bytes((await ds.get(1)).image), Array.from(pixels(7)));
+  // Through a worker thread too (the dataset is rebuilt there from its spec).
+  const loader = new DataLoader(ds, { batchSize: 2, numWorkers: 1 });
+  try {
+    for await (using b of loader) assert.deepEqual(b.image.shape, [2, 4, 3, 3]);
+  } finally {
+    await loader.close();
+  }
+});

@@ -102,6 +102,30 @@ test('a rendezvous that never completes fails after --rdzv-timeout with a clear 
   assert.doesNotMatch(only0.stdout + only1.stdout, /\[rank/);
 });
 
+test('an unreachable --master-addr on node rank 1 prints no C++ stack frames: a RendezvousError naming the address', async () => {
+  // The launcher's own store client runs in its process, whose stderr no sink filters:
+  // libtorch logged each failed try with 16 `frame #` lines.
+  const closed = String(await freePort());
+  const args = ['--nnodes', '2', '--node-rank', '1', '--master-addr', '127.0.0.1', '--master-port', closed];
+  const hidden = start([...args, '--rdzv-timeout', '2', script]);
+  assert.equal((await hidden.exit(30_000)).code, 1, hidden.output);
+  assert.match(
+    hidden.stderr,
+    new RegExp(
+      `tsrun: error: could not reach the rendezvous store at 127\\.0\\.0\\.1:${closed} within 2s .*: connection refused`,
+    ),
+  );
+  assert.doesNotMatch(hidden.stderr, /frame #\d+:|Exception raised from/);
+  // TORCH_SHOW_CPP_STACKTRACES=1 lets libtorch's client try, and shows its stack.
+  const shown = new Launcher([...args, '--rdzv-timeout', '1', script], {
+    env: { TORCH_SHOW_CPP_STACKTRACES: '1' },
+  });
+  launched.push(shown);
+  assert.equal((await shown.exit(30_000)).code, 1, shown.output);
+  assert.match(shown.stderr, /frame #0: /);
+  assert.match(shown.stderr, /tsrun: error: could not reach the rendezvous store/);
+});
+
 test('two launchers with the same --node-rank: the second is told so', async () => {
   const port = String(await freePort());
   const common = ['--nnodes', '3', '--master-port', port, '--rdzv-timeout', '3'];

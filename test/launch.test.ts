@@ -221,3 +221,42 @@ test('--watchdog takes positive seconds or 0 (off)', () => {
         e instanceof LaunchConfigError && /--watchdog must be a positive number of seconds/.test(e.message),
     );
 });
+
+test('--rdzv-conf unknown keys ignored with static rendezvous: refused by name, with the keys the static backend takes', () => {
+  configError(
+    { nnodes: '2', rdzvConf: 'frobnicate=1' },
+    /--rdzv-conf: unknown key 'frobnicate' for --rdzv-backend static \(it takes timeout, rank\)/,
+  );
+  configError(
+    { nnodes: '2', rdzvConf: 'join_timeout=60' },
+    /--rdzv-conf: join_timeout is a key of --rdzv-backend c10d; --rdzv-backend static takes timeout, rank/,
+  );
+  configError(
+    { rdzvConf: 'timeout=soon' },
+    /--rdzv-conf timeout must be a positive number of seconds, got 'soon'/,
+  );
+  configError(
+    { rdzvConf: 'timeout=5', rdzvTimeout: '7' },
+    /--rdzv-conf timeout=5 and --rdzv-timeout 7 name the same thing/,
+  );
+  configError(
+    { nnodes: '2', nodeRank: '1', rdzvConf: 'rank=0' },
+    /--rdzv-conf rank=0 disagrees with --node-rank 1/,
+  );
+  // PyTorch's PET_RDZV_CONF is read as well.
+  assert.throws(() => resolveLaunchConfig(script, [], {}, { PET_RDZV_CONF: 'nope=1' }), /unknown key 'nope'/);
+  // torchrun's static keys keep working: timeout is the rendezvous timeout, rank the node rank.
+  const c = resolveLaunchConfig(
+    script,
+    [],
+    { nnodes: '2', nodeRank: '1', rdzvConf: 'timeout=45,rank=1' },
+    {},
+  );
+  assert.equal(c.rdzvTimeoutMs, 45_000);
+  assert.equal(c.nodeRank, 1);
+  assert.equal(
+    resolveLaunchConfig(script, [], { rdzvConf: 'timeout=5', rdzvTimeout: '5' }, {}).rdzvTimeoutMs,
+    5000,
+  );
+  assert.equal(resolveLaunchConfig(script, [], { rdzvConf: '' }, {}).rdzvTimeoutMs, 600_000);
+});

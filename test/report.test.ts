@@ -328,6 +328,24 @@ test('tsddp report prints the paths it wrote (default <metrics dir>/report); exi
   );
 });
 
+test('tsddp report --out <an existing file>: one error line naming it, exit 2, the file untouched (was: an EEXIST stack trace)', () => {
+  const dir = join(tmp, 'out-file');
+  mkdirSync(dir);
+  const file = join(dir, 'metrics.jsonl');
+  writeRecords(file, synthRecords({ epochs: 1, stepsPerEpoch: 5 }));
+  const taken = join(dir, 'notes.txt');
+  writeFileSync(taken, 'mine\n');
+  const run = spawnSync(process.execPath, ['bin/tsddp.mjs', 'report', file, '--out', taken], {
+    encoding: 'utf8',
+  });
+  assert.equal(run.status, 2);
+  assert.equal(
+    run.stderr,
+    `tsddp report: error: ${taken}: exists and is not a folder; give --out a folder for report.html and the charts\n`,
+  );
+  assert.equal(readFileSync(taken, 'utf8'), 'mine\n');
+});
+
 test('an interrupted run left only rank files: tsddp report merges them itself and says so', () => {
   const dir = join(tmp, 'interrupted');
   mkdirSync(dir);

@@ -215,3 +215,18 @@ test('the fault-tolerance options refuse bad values by name', () => {
   const [both] = problems(() => parseConfig({ overwrite: true, resume: 'auto', checkpointDir: 'ck' }));
   assert.match(both, /--overwrite.*--resume auto/);
 });
+
+test('no upper bounds: --threads 1e9, --workers 100000 and --prefetch 1e6 are refused by name, not run out of memory', () => {
+  const [threads] = problems(() => parseTrainArgs(['--threads', '1e9']));
+  assert.match(
+    threads,
+    /invalid value 1000000000 for option threads \(--threads\); allowed: an integer from 1 to 1024/,
+  );
+  const [workers] = problems(() => parseConfig({ workers: 100000 }));
+  assert.match(workers, /option workers \(--workers\); allowed: an integer from 0 to 256/);
+  const [prefetch] = problems(() => parseConfig({ prefetch: 1e6 }));
+  assert.match(prefetch, /option prefetch \(--prefetch\); allowed: an integer from 1 to 64/);
+  const c = parseConfig({ threads: 1024, workers: 256, prefetch: 64 });
+  assert.deepEqual([c.threads, c.workers, c.prefetch], [1024, 256, 64], 'the bounds themselves are allowed');
+  assert.match(trainHelp(), /--threads.*an integer from 1 to 1024/s);
+});

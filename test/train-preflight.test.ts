@@ -215,3 +215,34 @@ test('a worker whose MASTER_ADDR:MASTER_PORT is closed says so within seconds an
     `notice after ${noticeAt.toFixed(1)} s, error after ${endAt.toFixed(1)} s (process start included)`,
   );
 });
+
+test('a worker whose MASTER_ADDR:MASTER_PORT is closed prints no C++ stack frames (was: 32 `frame #` lines), only the DistributedError', async () => {
+  const port = String(await freePort());
+  const env = {
+    ...process.env,
+    ...{ RANK: '1', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1' },
+    ...{ MASTER_PORT: port, OMP_NUM_THREADS: '1' },
+  };
+  const args = [
+    join(ROOT, 'bin', 'tsddp.mjs'),
+    'train',
+    '--model',
+    'resnet18',
+    '--width-multiplier',
+    '0.125',
+  ];
+  const r = spawnSync(process.execPath, [...args, '--timeout', '2'], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `DistributedError: rank 1: nothing answered at the rendezvous store 127\\.0\\.0\\.1:${port} .*within 2 s`,
+    ),
+  );
+  assert.doesNotMatch(r.stderr, /frame #\d+:|Exception raised from/);
+});

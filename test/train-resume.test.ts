@@ -268,3 +268,23 @@ test('--watchdog: a rank that makes no step is reported with what each rank was 
   t.diagnostic(`watchdog report: ${report}`);
   t.diagnostic(`from SIGSTOP to the end of the restarted run: ${secs.toFixed(1)} s`);
 });
+
+test('--watchdog: a rank stuck in its setup, before any step, is found too (was: only --timeout found it)', async () => {
+  const t0 = Date.now();
+  const run = startTsddp([
+    'run',
+    ...['--nproc-per-node', '2', '--master-port', '0', '--watchdog', '2', '--max-restarts', '0'],
+    'test/workers/train-setup-stall.ts',
+  ]);
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), 60_000);
+  const code = await run.closed;
+  clearTimeout(timer);
+  assert.notEqual(code, 0, run.out);
+  const report = /tsrun: watchdog: (.*); stopping the attempt/.exec(run.out)?.[1] ?? '';
+  assert.match(
+    report,
+    /rank 1 \(pid \d+ on [^,]+, [\w ]+\) has made no step for \d+ s: last step 0, then setup: pre-flight checks, data and model/,
+    run.out,
+  );
+  assert.ok(Date.now() - t0 < 25_000, 'found long before the 30 s the rank is stuck for');
+});

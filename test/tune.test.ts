@@ -194,6 +194,53 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
   );
 });
 
+test('no upper bounds: a tune file choosing 100000 workers or 1e9 threads is a TuneError naming the file and the field', () => {
+  const c = parseConfig(TINY);
+  const file = join(tmp, 'bounds', 'tune.json');
+  const r: TuneResult = {
+    version: 3,
+    key: tuneKey(c, 'cpu'),
+    choice: {
+      channelsLast: false,
+      amp: 'off',
+      optimizerImpl: 'foreach',
+      threads: 2,
+      workers: 2,
+      bucketCapMb: 25,
+    },
+    measured: [],
+    optimizers: [],
+    threads: [],
+    loaders: [],
+    buckets: [],
+    bf16: 'bf16 not tried',
+    notes: [],
+    date: new Date().toISOString(),
+  };
+  writeTuneFile(file, r);
+  assert.deepEqual(readTuneFile(file, tuneKey(c, 'cpu')), r, 'values within the bounds are kept');
+  const bad: [string, unknown, RegExp][] = [
+    ['workers', 100000, /choice\.workers is 100000; allowed: an integer from 0 to 256/],
+    ['threads', 1e9, /choice\.threads is 1000000000; allowed: an integer from 1 to 1024/],
+    ['threads', 0, /choice\.threads is 0; allowed: an integer from 1 to 1024/],
+    ['workers', '4', /choice\.workers is "4"; allowed: an integer from 0 to 256/],
+    ['bucketCapMb', -1, /choice\.bucketCapMb is -1; allowed: a number > 0/],
+  ];
+  for (const [field, value, message] of bad) {
+    writeFileSync(file, JSON.stringify({ ...r, choice: { ...r.choice, [field]: value } }));
+    assert.throws(
+      () => readTuneFile(file, tuneKey(c, 'cpu')),
+      (e: Error) => {
+        assert.ok(e instanceof TuneError, String(e));
+        assert.ok(e.message.startsWith(`tune file ${file}: `), e.message);
+        assert.match(e.message, message);
+        assert.match(e.message, /delete it to tune again/);
+        return true;
+      },
+    );
+  }
+});
+
 const tsddp = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, ['bin/tsddp.mjs', ...args], {
     encoding: 'utf8',

@@ -1,8 +1,8 @@
 // The DDP scenario suite behind `tsddp bench` and bench/ddp.ts: measure the plans (with
 // PyTorch alternating when a reference interpreter is given), then write results.md,
 // results.json and the PNG charts.
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import type { ScenarioPlan } from './cases.ts';
 import { writeCharts } from './charts.ts';
 import { machineInfo } from './machine.ts';
@@ -41,11 +41,11 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
   const report = buildReport(o.plans, run, o, machine);
   const markdown = reportMarkdown(report);
   const out = resolve(o.out);
-  mkdirSync(out, { recursive: true });
+  ensureSafeDir(out, 'the benchmark folder');
   const md = join(out, 'results.md');
   const json = join(out, 'results.json');
-  writeFileSync(md, `${markdown}\n`);
-  writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileAtomicSync(md, `${markdown}\n`);
+  writeFileAtomicSync(json, `${JSON.stringify(report, null, 2)}\n`);
   const charts = await writeCharts(report, out);
   return { report, markdown, files: [md, json, ...charts.map((f) => join(out, f))] };
 }

@@ -63,12 +63,24 @@ export async function writeFileAtomic(
   } catch (e) {
     await rm(tmp, { force: true }).catch(() => {});
     // Node's write errors do not name the file ("ENOSPC: no space left on device, write").
-    throw new CheckpointError('WRITE', path, `cannot be written: ${(e as Error).message}`, { cause: e });
+    throw new CheckpointError('WRITE', path, `cannot be written: ${withoutPath(e)}`, { cause: e });
   } finally {
     inFlight.delete(tmp);
   }
   await onProgress?.({ file, stage: 'committed', bytes: size });
   return { size, sha256: hash.digest('hex') };
+}
+
+/**
+ * A Node file-system error's message without the path it ends with ("ENOENT: no such file
+ * or directory, open '/ck/.model.safetensors.tmp-…'"): the CheckpointError names the file,
+ * and the temp file's path would name its folder a second time.
+ */
+function withoutPath(e: unknown): string {
+  const message = (e as Error).message;
+  const path = (e as NodeJS.ErrnoException).path;
+  const suffix = ` '${path}'`;
+  return typeof path === 'string' && message.endsWith(suffix) ? message.slice(0, -suffix.length) : message;
 }
 
 /** Makes a directory's entries (creations, renames, removals) durable. */

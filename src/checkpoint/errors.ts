@@ -26,7 +26,8 @@ export class SafetensorsError extends Error {
     readonly code: SafetensorsErrorCode,
     /** The file (or '<buffer>') the error is about. */
     readonly file: string,
-    detail: string,
+    /** What is wrong, without the file (for a caller that names the file itself). */
+    readonly detail: string,
   ) {
     super(`${file}: ${detail}`);
   }

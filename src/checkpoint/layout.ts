@@ -98,5 +98,30 @@ export function parseTrainerRecord(bytes: Uint8Array, path: string): TrainerReco
     (tied === null || typeof tied !== 'object' || Object.values(tied).some((v) => typeof v !== 'string'))
   )
     bad('has an invalid tied-weights record');
+  // The loader assigns each alias into the model's state record: '__proto__' would set its
+  // prototype (aliasing every lookup), and no parameter is called any of these.
+  for (const alias of Object.keys(tied ?? {}))
+    if (PROTOTYPE_KEYS.has(alias)) bad(`has a tied weight named '${alias}', which no parameter can be`);
+  const at = protoKeyPath(r, []);
+  if (at !== null)
+    bad(
+      `has the key '__proto__' at ${at}: no state tsddp saves has one, and a loader assigning it would set an object's prototype`,
+    );
   return r as unknown as TrainerRecord;
+}
+
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The dotted path of the first object holding a '__proto__' key in `v`, or null. */
+function protoKeyPath(v: unknown, path: string[]): string | null {
+  if (v === null || typeof v !== 'object') return null;
+  const entries: [string, unknown][] = Array.isArray(v)
+    ? v.map((x, i) => [String(i), x])
+    : Object.entries(v as Record<string, unknown>);
+  for (const [k, x] of entries) {
+    if (k === '__proto__' && !Array.isArray(v)) return path.join('.') || '(root)';
+    const found = protoKeyPath(x, [...path, k]);
+    if (found !== null) return found;
+  }
+  return null;
 }

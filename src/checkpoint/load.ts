@@ -121,7 +121,15 @@ function corrupt(path: string, e: unknown): CheckpointError {
   if (e instanceof CheckpointError) return e;
   if (e instanceof SafetensorsError && e.code === 'PICKLE')
     return new CheckpointError('PICKLE', path, pickleRefusal('this file'));
-  return new CheckpointError('CORRUPT', path, (e as Error).message, { cause: e });
+  return new CheckpointError('CORRUPT', path, detailOf(e, path), { cause: e });
+}
+
+// The CheckpointError names the file: a SafetensorsError (or another error) that already
+// begins with it would name it twice.
+function detailOf(e: unknown, path: string): string {
+  if (e instanceof SafetensorsError && e.file === path) return e.detail;
+  const message = (e as Error).message;
+  return message.startsWith(`${path}: `) ? message.slice(path.length + 2) : message;
 }
 
 /** Reads, verifies and applies the checkpoint in `dir` to `targets`. */
@@ -183,7 +191,13 @@ export async function loadCheckpoint(
             dir,
             `tied weight '${alias}' names '${name}', which is not in ${MODEL_FILE}`,
           );
-        model[alias] = model[name];
+        // defineProperty: an alias is a key, never a prototype (the record refuses '__proto__' too).
+        Object.defineProperty(model, alias, {
+          value: model[name],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
     }
     const decoded: Partial<Record<Part, unknown>> = {};

@@ -40,6 +40,11 @@ export function encodeState(value: unknown, prefix: string, tensors: Map<string,
       const out: { [k: string]: EncodedState } = {};
       for (const [k, x] of Object.entries(v)) {
         if (k === TAG) throw new TypeError(`checkpoint state at ${where()} uses the reserved key '${TAG}'`);
+        // A loader assigning it (out[key] = ...) would set a prototype: load refuses it (layout.ts).
+        if (k === '__proto__')
+          throw new TypeError(
+            `checkpoint state at ${prefix}${[...path, k].join('.')} uses the key '__proto__', which cannot be loaded back as a key`,
+          );
         if (x === undefined) continue;
         Object.defineProperty(out, k, {
           value: walk(x, [...path, k], depth + 1),

@@ -29,8 +29,10 @@ export async function reportCommand(file: string, opts: { out?: string }): Promi
     process.stdout.write(`${[paths.html, ...paths.charts].join('\n')}\n`);
     return 0;
   } catch (e) {
-    if (!(e instanceof ReportError)) throw e;
-    process.stderr.write(`tsddp report: error: ${e.message}\n`);
+    // A file system's refusal while writing (ENOSPC, EROFS) names its path; no stack trace.
+    const fsError = (e as NodeJS.ErrnoException).code !== undefined && (e as NodeJS.ErrnoException).syscall;
+    if (!(e instanceof ReportError) && !fsError) throw e;
+    process.stderr.write(`tsddp report: error: ${(e as Error).message}\n`);
     return 2;
   }
 }

@@ -47,7 +47,7 @@ const FLAGS: [string, string | null, string][] = [
   [
     'rdzv-conf',
     '<k=v,...>',
-    'c10d settings in seconds: join_timeout (600), last_call_timeout (30), keep_alive_interval (5), keep_alive_max_attempt (3)',
+    'rendezvous settings; c10d (seconds): join_timeout (600), last_call_timeout (30), keep_alive_interval (5), keep_alive_max_attempt (3); static: timeout (as --rdzv-timeout), rank (as --node-rank); other keys are refused',
   ],
   ['rdzv-timeout', '<s>', 'seconds to wait for all nodes to join (and to finish) (default 600)'],
   ['term-timeout', '<s>', 'seconds between SIGTERM and SIGKILL when stopping workers (default 10)'],

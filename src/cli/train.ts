@@ -202,14 +202,27 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
   const code = await launchJob(cfg, { [TRAIN_CONFIG_ENV]: JSON.stringify(args.config) });
   // Rank 0 merges the rank files when the run succeeds; after a failure (or a rank 0 that
   // was killed), the launcher merges what the ranks wrote, so the metrics file is there.
-  if (args.config.metricsFile !== undefined) {
-    const { mergeRankFiles } = await import('../metrics/index.ts');
-    const file = resolve(args.config.metricsFile);
+  if (args.config.metricsFile !== undefined) await mergeAfterLaunch(resolve(args.config.metricsFile), code);
+  return code;
+}
+
+/**
+ * The launcher's merge of the ranks' metrics files. A file system that refuses it (full,
+ * read-only) costs the merged file only: the rank files stay, `tsddp report` reads them, and
+ * the launcher says so in one line (the temp file is removed by writeFileAtomicSync).
+ */
+export async function mergeAfterLaunch(file: string, code: number): Promise<void> {
+  const { mergeRankFiles } = await import('../metrics/index.ts');
+  try {
     const n = mergeRankFiles(file);
     if (code !== 0 && n !== null)
       process.stderr.write(`tsddp train: merged ${n} metric records of the failed run into ${file}\n`);
+  } catch (e) {
+    process.stderr.write(
+      `tsddp train: could not merge the ranks' metrics into ${file}: ${(e as Error).message}; ` +
+        `the rank files ${file}.rank<N> keep them (tsddp report reads them)\n`,
+    );
   }
-  return code;
 }
 
 /** One process, no launcher: it serves the dashboard itself. */

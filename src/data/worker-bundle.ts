@@ -9,10 +9,11 @@
 // built by scripts/build.mjs at `npm pack`), so library users never need esbuild or tsx.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isCompiled } from '../core/module-url.ts';
+import { writeFileAtomicSync } from '../files/index.ts';
 
 /** The bundle's file name in the published package, next to this module (dist/data/). */
 export const PACKAGED_BUNDLE = 'data-worker.bundle.mjs';
@@ -53,13 +54,6 @@ function isFresh(m: Manifest): boolean {
   });
 }
 
-/** Writes via a temporary file and a rename: a concurrent reader (another rank) sees old or new, never half. */
-function writeAtomic(path: string, data: string): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, data);
-  renameSync(tmp, path);
-}
-
 function build(): Manifest {
   const r = spawnSync(process.execPath, [builder, entry, root, cacheDir], {
     encoding: 'utf8',
@@ -70,13 +64,13 @@ function build(): Manifest {
   const { code, inputs } = JSON.parse(r.stdout) as { code: string; inputs: string[] };
   mkdirSync(cacheDir, { recursive: true });
   const bundle = `data-worker-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`;
-  writeAtomic(join(cacheDir, bundle), code);
+  writeFileAtomicSync(join(cacheDir, bundle), code);
   const manifest: Manifest = { bundle, inputs: {} };
   for (const p of [...inputs.map((i) => resolve(root, i)), builder]) {
     const fp = fingerprint(p);
     if (fp) manifest.inputs[p] = fp;
   }
-  writeAtomic(manifestPath, JSON.stringify(manifest));
+  writeFileAtomicSync(manifestPath, JSON.stringify(manifest));
   for (const f of readdirSync(cacheDir)) {
     if (/^data-worker-.*\.mjs$/.test(f) && f !== bundle) rmSync(join(cacheDir, f), { force: true });
   }

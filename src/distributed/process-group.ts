@@ -137,13 +137,7 @@ function parseInit(opts: InitOptions): {
       });
     } catch (e) {
       if (isServer) throw e;
-      throw new DistributedError(
-        `rank ${rank}: nothing answered at the rendezvous store ${env.masterAddr}:${env.masterPort} ` +
-          `(MASTER_ADDR:MASTER_PORT) within ${timeoutMs / 1000} s: check the address and port, and that ` +
-          `rank 0 (or the launcher) is running (${(e as Error).message})`,
-        'rendezvous',
-        rank,
-      );
+      throw storeUnreachable(rank, env.masterAddr, env.masterPort, timeoutMs, (e as Error).message);
     }
     return {
       store,
@@ -190,6 +184,23 @@ function parseInit(opts: InitOptions): {
   }
   throw new TypeError(
     `initProcessGroup(): unknown initMethod '${method}'; use env://, tcp://host:port or file:///path`,
+  );
+}
+
+/** A client rank found nothing at MASTER_ADDR:MASTER_PORT within the timeout; `why` is the last try's reason. */
+export function storeUnreachable(
+  rank: number,
+  addr: string,
+  port: number,
+  timeoutMs: number,
+  why: string,
+): DistributedError {
+  return new DistributedError(
+    `rank ${rank}: nothing answered at the rendezvous store ${addr}:${port} ` +
+      `(MASTER_ADDR:MASTER_PORT) within ${timeoutMs / 1000} s: check the address and port, and that ` +
+      `rank 0 (or the launcher) is running (${why})`,
+    'rendezvous',
+    rank,
   );
 }
 

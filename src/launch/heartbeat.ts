@@ -10,7 +10,7 @@
 // has not joined it. When one rank hangs, every peer soon waits for it and makes no step
 // either; the launcher gives waiting ranks a grace period (COLLECTIVE_GRACE_MS) beyond
 // --watchdog, so the node of the rank stuck elsewhere reports first and names the culprit.
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
 
 /** The environment variable that names a worker's heartbeat file. */
 export const HEARTBEAT_FILE_ENV = 'TSDDP_HEARTBEAT_FILE';
@@ -38,7 +38,8 @@ export class Heartbeat {
     const file = env[HEARTBEAT_FILE_ENV];
     if (!file) return null;
     try {
-      return new Heartbeat(openSync(file, 'w'));
+      // In the launcher's private folder; O_NOFOLLOW all the same (src/files).
+      return new Heartbeat(openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW));
     } catch {
       return null; // the launcher's folder is gone: no watchdog, nothing else lost
     }

@@ -172,7 +172,8 @@ function nnodesRange(raw: string | undefined): { min: number; max: number } {
 /** torchrun's c10d rendezvous port when --rdzv-endpoint names none. */
 export const DEFAULT_RDZV_PORT = 29400;
 
-// torchrun's --rdzv-conf keys that tsrun honours (seconds), with torchrun's defaults.
+// torchrun's --rdzv-conf keys of the c10d backend that tsrun honours (seconds), with
+// torchrun's defaults.
 const RDZV_CONF_DEFAULTS = {
   join_timeout: 600,
   last_call_timeout: 30,
@@ -180,31 +181,82 @@ const RDZV_CONF_DEFAULTS = {
   keep_alive_max_attempt: 3,
 } as const;
 
-/** `--rdzv-conf key=value,...`: unknown keys are refused by name. */
+// The keys torchrun's static backend reads (static_tcp_rendezvous.py): timeout, its
+// store's timeout in seconds (how long nodes wait for each other: tsrun's --rdzv-timeout),
+// and rank, which torchrun sets from --node-rank itself.
+const STATIC_RDZV_CONF_KEYS = ['timeout', 'rank'] as const;
+
+/** `key=value,...` as [key, value] pairs (value undefined without '='); empty parts are skipped. */
+function confPairs(raw: string | undefined): [string, string | undefined][] {
+  return (raw ?? '')
+    .split(',')
+    .filter((part) => part.trim() !== '')
+    .map((part) => {
+      const [key, value] = part.split('=').map((x) => x.trim());
+      return [key, value];
+    });
+}
+
+/** A positive number (an integer when `whole`) for `--rdzv-conf key`, or a LaunchConfigError. */
+function confNumber(key: string, value: string | undefined, whole: boolean): number {
+  const v = Number(value);
+  if (value === undefined || value === '' || !Number.isFinite(v) || v <= 0 || (whole && !Number.isInteger(v)))
+    throw new LaunchConfigError(
+      `--rdzv-conf ${key} must be a positive ${whole ? 'integer' : 'number of seconds'}, got '${value ?? ''}'`,
+    );
+  return v;
+}
+
+/** `--rdzv-conf key=value,...` for c10d: unknown keys are refused by name. */
 function rdzvConf(raw: string | undefined): Record<keyof typeof RDZV_CONF_DEFAULTS, number> {
   const out: Record<string, number> = { ...RDZV_CONF_DEFAULTS };
-  for (const part of (raw ?? '').split(',')) {
-    if (part.trim() === '') continue;
-    const [key, value] = part.split('=').map((s) => s.trim());
+  for (const [key, value] of confPairs(raw)) {
     if (!(key in RDZV_CONF_DEFAULTS))
       throw new LaunchConfigError(
-        `--rdzv-conf: unknown key '${key}' (tsrun knows ${Object.keys(RDZV_CONF_DEFAULTS).join(', ')})`,
+        `--rdzv-conf: unknown key '${key}' for --rdzv-backend c10d (it takes ${Object.keys(RDZV_CONF_DEFAULTS).join(', ')})`,
       );
-    const v = Number(value);
-    const whole = key === 'keep_alive_max_attempt';
-    if (
-      value === undefined ||
-      value === '' ||
-      !Number.isFinite(v) ||
-      v <= 0 ||
-      (whole && !Number.isInteger(v))
-    )
-      throw new LaunchConfigError(
-        `--rdzv-conf ${key} must be a positive ${whole ? 'integer' : 'number of seconds'}, got '${value ?? ''}'`,
-      );
-    out[key] = v;
+    out[key] = confNumber(key, value, key === 'keep_alive_max_attempt');
   }
   return out as Record<keyof typeof RDZV_CONF_DEFAULTS, number>;
+}
+
+/**
+ * `--rdzv-conf` for the static backend: torchrun's keys, checked against the flags that
+ * say the same (--rdzv-timeout, --node-rank). A key the static backend does not read is
+ * refused by name, as with c10d, rather than ignored. Returns the timeout, if given.
+ */
+function staticRdzvConf(
+  raw: string | undefined,
+  nodeRank: number,
+  rdzvTimeout: string | undefined,
+): number | undefined {
+  const takes = STATIC_RDZV_CONF_KEYS.join(', ');
+  let timeoutS: number | undefined;
+  for (const [key, value] of confPairs(raw)) {
+    if (key in RDZV_CONF_DEFAULTS)
+      throw new LaunchConfigError(
+        `--rdzv-conf: ${key} is a key of --rdzv-backend c10d; --rdzv-backend static takes ${takes}`,
+      );
+    if (!(STATIC_RDZV_CONF_KEYS as readonly string[]).includes(key))
+      throw new LaunchConfigError(
+        `--rdzv-conf: unknown key '${key}' for --rdzv-backend static (it takes ${takes})`,
+      );
+    if (key === 'rank') {
+      // torchrun overwrites it with --node-rank; a different one is a mistake, not a setting.
+      if (value === undefined || value === '' || Number(value) !== nodeRank)
+        throw new LaunchConfigError(
+          `--rdzv-conf rank=${value ?? ''} disagrees with --node-rank ${nodeRank}: give the node's rank with --node-rank`,
+        );
+      continue;
+    }
+    timeoutS = confNumber(key, value, false);
+    // An invalid --rdzv-timeout is reported as such, later.
+    if (rdzvTimeout !== undefined && Number(rdzvTimeout) > 0 && Number(rdzvTimeout) !== timeoutS)
+      throw new LaunchConfigError(
+        `--rdzv-conf timeout=${value} and --rdzv-timeout ${rdzvTimeout} name the same thing: give one`,
+      );
+  }
+  return timeoutS;
 }
 
 /** `--rdzv-backend c10d --rdzv-endpoint HOST[:PORT]` into ElasticSettings. */
@@ -337,6 +389,7 @@ export function resolveLaunchConfig(
     throw new LaunchConfigError(
       `--node-rank ${nodeRank} is out of range for --nnodes ${nodes} (node ranks are 0..${nodes - 1})`,
     );
+  const staticTimeoutS = elastic ? undefined : staticRdzvConf(raw.rdzvConf, nodeRank, raw.rdzvTimeout);
   // --standalone is torchrun's "local rendezvous on a free port".
   const masterAddr = elastic
     ? elastic.elastic.host
@@ -398,7 +451,7 @@ export function resolveLaunchConfig(
     rdzvTimeoutMs:
       raw.rdzvTimeout === undefined && elastic
         ? elastic.joinTimeoutMs
-        : seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
+        : seconds('--rdzv-timeout', raw.rdzvTimeout, staticTimeoutS ?? 600),
     termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
     watchdogMs:
       raw.watchdog === undefined || raw.watchdog.trim() === '0' ? 0 : seconds('--watchdog', raw.watchdog, 0),

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { isLoopback } from '../distributed/env.ts';
 import { Store } from '../distributed/store.ts';
+import { cppStacktracesShown, probeStore } from '../distributed/store-probe.ts';
 
 /** Joining, or waiting for the other nodes, failed; the message says how far it got. */
 export class RendezvousError extends Error {
@@ -71,7 +72,9 @@ function notLocalHint(addr: string): string {
 
 /**
  * Connects to node 0's store, retrying until `timeoutMs` (node 0 may start later).
- * `stopped` is polled between tries so a signal ends the wait.
+ * `stopped` is polled between tries so a signal ends the wait. Each try is first a plain
+ * TCP connect: libtorch's client would log every failed try with its C++ stack on the
+ * launcher's own stderr, which no sink filters (TORCH_SHOW_CPP_STACKTRACES=1 lets it).
  */
 export async function connectStore(
   addr: string,
@@ -83,17 +86,16 @@ export async function connectStore(
   let last = '';
   for (;;) {
     if (stopped()) throw new RendezvousError('stopped while connecting to the rendezvous store');
-    const left = deadline - Date.now();
-    try {
-      // Each try blocks the event loop for at most ~2 s.
-      return Store.tcp({
-        host: addr,
-        port,
-        isServer: false,
-        timeoutMs: Math.max(200, Math.min(2000, left)),
-      });
-    } catch (e) {
-      last = firstLine(errorText(e));
+    const tryMs = Math.max(200, Math.min(2000, deadline - Date.now()));
+    const why = cppStacktracesShown() ? null : await probeStore(addr, port, tryMs);
+    if (why !== null) last = why;
+    else {
+      try {
+        // Each try blocks the event loop for at most ~2 s.
+        return Store.tcp({ host: addr, port, isServer: false, timeoutMs: tryMs });
+      } catch (e) {
+        last = firstLine(errorText(e));
+      }
     }
     if (Date.now() >= deadline) {
       throw new RendezvousError(

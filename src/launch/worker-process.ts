@@ -2,9 +2,10 @@
 // a `[rank N]` prefix on the console and copied raw into per-rank log files, the tail of
 // its stderr kept for the failure summary.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { ensureSafeDir, openAppend } from '../files/index.ts';
 import type { StdStreams } from './options.ts';
 
 /** How a worker ended: an exit code, or the signal that killed it. */
@@ -67,7 +68,7 @@ export class StreamSink {
     filePath: string | null,
     private readonly keepTail: boolean,
   ) {
-    if (filePath) this.fd = openSync(filePath, 'a');
+    if (filePath) this.fd = openAppend(filePath);
     this.live = console?.isTTY === true;
   }
 
@@ -143,7 +144,7 @@ export class WorkerProcess {
     this.localRank = spec.localRank;
     const prefix = `[rank ${spec.rank}] `;
     const files = spec.logDir && (spec.files.stdout || spec.files.stderr);
-    if (files && spec.logDir) mkdirSync(spec.logDir, { recursive: true });
+    if (files && spec.logDir) ensureSafeDir(spec.logDir, '--log-dir');
     const path = (name: string, on: boolean) => (on && spec.logDir ? join(spec.logDir, name) : null);
     this.stdout = new StreamSink(
       prefix,

@@ -1,7 +1,8 @@
 // `tsddp report`: a training run's metrics JSONL -> PNG charts and an HTML page, rendered
 // with sharp (no browser). Every chart plots what was recorded, warm-up steps included.
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { ensureSafeDir, kindOf, UnsafePathError, writeFileAtomicSync } from '../files/index.ts';
 import { type PageChart, renderPage } from './html.ts';
 import { loadMetrics, ReportError } from './load.ts';
 import { svgToPng } from './png.ts';
@@ -25,6 +26,7 @@ const SMOOTHED = 'Noisy per-step values are drawn as a centred moving average; t
 export async function buildReport(metricsFile: string, outDir: string): Promise<ReportPaths> {
   const m = loadMetrics(metricsFile);
   const dir = resolve(outDir);
+  prepareOutDir(dir);
   const charts: Array<PageChart & { svg: string }> = [
     {
       file: 'loss.png',
@@ -65,7 +67,7 @@ export async function buildReport(metricsFile: string, outDir: string): Promise<
     });
   } else {
     // A stale chart from an earlier report in the same folder would contradict the page.
-    rmSync(join(dir, 'comm.png'), { force: true });
+    if (kindOf(join(dir, 'comm.png')) === 'file') unlinkSync(join(dir, 'comm.png'));
     notes.push({
       title: 'DDP communication',
       text: 'no DDP communication recorded (a single process, or a run without DistributedDataParallel)',
@@ -80,8 +82,24 @@ export async function buildReport(metricsFile: string, outDir: string): Promise<
     charts,
     notes,
   });
-  const tmp = `${html}.tmp${process.pid}`;
-  writeFileSync(tmp, page);
-  renameSync(tmp, html);
+  writeFileAtomicSync(html, page);
   return { html, charts: charts.map((c) => join(dir, c.file)), mergedFrom: m.mergedFrom };
+}
+
+/** The report folder: created if missing; a file there, or a folder another user controls, is a ReportError. */
+function prepareOutDir(dir: string): void {
+  const kind = kindOf(dir);
+  if (kind === 'file' || kind === 'other')
+    throw new ReportError(
+      dir,
+      'exists and is not a folder; give --out a folder for report.html and the charts',
+    );
+  try {
+    ensureSafeDir(dir, 'the report folder');
+  } catch (e) {
+    // UnsafePathError, or the file system's refusal (EACCES, ENOTDIR, EROFS...), named.
+    if (e instanceof UnsafePathError || (e as NodeJS.ErrnoException).code !== undefined)
+      throw new ReportError(dir, `cannot hold the report: ${(e as Error).message}`);
+    throw e;
+  }
 }

@@ -99,6 +99,16 @@ function strDefault(def: string, help: string, allowed: string) {
   return { schema: z.string().min(1).default(def), kind: 'string' as const, allowed, help };
 }
 
+// Upper bounds far above any machine's use, so that a typo (--threads 1e9) is refused by
+// name instead of exhausting memory (libgomp allocates per thread) or spawning threads
+// until the process hangs. A tune file's choice is held to the same bounds (tune.ts).
+/** --threads: more than the cores of any machine tsddp runs on. */
+const MAX_THREADS = 1024;
+/** --workers: loader worker threads per rank. */
+const MAX_WORKERS = 256;
+/** --prefetch: batches queued per worker. */
+const MAX_PREFETCH = 64;
+
 /** Every option of `tsddp train`, in the order --help lists them. */
 export const OPTIONS = {
   // model
@@ -197,12 +207,13 @@ export const OPTIONS = {
   threads: intOptional(
     1,
     "intra-op threads per rank (torch.set_num_threads; default: OMP_NUM_THREADS, which tsddp's launcher sets to cores / workers)",
+    MAX_THREADS,
   ),
   // loading
-  workers: intOpt(0, 2, 'data-loader worker threads per rank'),
+  workers: intOpt(0, 2, 'data-loader worker threads per rank', MAX_WORKERS),
   pinMemory: boolOpt(true, 'pinned host memory for batches (with CUDA)'),
   persistentWorkers: boolOpt(true, 'keep the workers between epochs'),
-  prefetch: intOpt(1, 2, 'batches queued per worker'),
+  prefetch: intOpt(1, 2, 'batches queued per worker', MAX_PREFETCH),
   skipBadSamples: intOptional(
     0,
     'replace a sample that fails to load by the next one, logging its file, and fail after this many (a bare flag: 100; default: fail on the first)',

@@ -1,4 +1,4 @@
-// Pre-flight, before the first step (issue 12, part 2): every rank checks what would
+// Pre-flight, before the first step: every rank checks what would
 // otherwise fail late — the checkpoint folder (creatable, writable, room for about two
 // checkpoints), its data, an earlier run in its way — and the ranks compare their run
 // configuration through the store. Rank 0 collects every rank's result and publishes one
@@ -6,9 +6,10 @@
 // instead of one rank failing and the others hanging in their next collective until the
 // timeout. A rank that failed a check throws its own error; the others say which rank
 // failed and why.
-import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, statfsSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { ITEM_SIZE } from '../core/dtype.ts';
+import { checkSafeDir, openNew, tempPathFor } from '../files/index.ts';
 import type { Tensor } from '../core/index.ts';
 import type { ProcessGroup } from '../distributed/index.ts';
 import type { TrainConfig } from './config.ts';
@@ -35,13 +36,18 @@ export function checkCheckpointFolder(dir: string, twoCheckpoints: number): void
   } catch (e) {
     throw new PreflightError(`--checkpoint-dir ${dir} cannot be created: ${(e as Error).message}`);
   }
-  const probe = join(dir, `.tsddp-preflight-${process.pid}`);
   try {
-    writeFileSync(probe, 'tsddp');
+    checkSafeDir(dir, '--checkpoint-dir');
+  } catch (e) {
+    throw new PreflightError((e as Error).message);
+  }
+  // A new file of an unguessable name (src/files), removed at once: the folder takes writes.
+  const probe = tempPathFor(join(dir, 'tsddp-preflight'));
+  try {
+    closeSync(openNew(probe));
+    unlinkSync(probe);
   } catch (e) {
     throw new PreflightError(`--checkpoint-dir ${dir} is not writable: ${(e as Error).message}`);
-  } finally {
-    rmSync(probe, { force: true });
   }
   const fs = statfsSync(dir);
   const free = fs.bavail * fs.bsize;

@@ -3,7 +3,8 @@
 // the caller already initialized, or none (one process alone). Architecture §5, §9.
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
-import { announceStoreWait } from '../distributed/store-probe.ts';
+import { storeUnreachable } from '../distributed/process-group.ts';
+import { announceStoreWait, cppStacktracesShown, waitForStore } from '../distributed/store-probe.ts';
 import { ConfigError, type TrainConfig } from './config.ts';
 
 export interface RunPlacement {
@@ -60,8 +61,7 @@ export async function joinProcessGroup(
   }
   const timeoutS = timeoutSeconds(c, denv);
   // A client of the store (every rank but a serving rank 0) says at once when nothing is there.
-  if (denv.rank !== 0 || denv.agentStore)
-    await announceStoreWait(denv.masterAddr, denv.masterPort, denv.rank, timeoutS);
+  if (denv.rank !== 0 || denv.agentStore) await awaitStore(denv, timeoutS);
   const g = dist.initProcessGroup({ backend: c.backend, timeoutMs: timeoutS * 1000 });
   return {
     group: g,
@@ -71,4 +71,19 @@ export async function joinProcessGroup(
     restartCount,
     created: true,
   };
+}
+
+/**
+ * Waits for the store at MASTER_ADDR:MASTER_PORT with plain TCP connects, up to the
+ * timeout, and fails with a DistributedError naming it when nothing answers: libtorch's
+ * client would log each failed try with its C++ stack on this process's stderr, which no
+ * launcher may filter (store-probe.ts). TORCH_SHOW_CPP_STACKTRACES=1 leaves it to libtorch.
+ */
+async function awaitStore(denv: dist.DistEnv, timeoutS: number): Promise<void> {
+  const { masterAddr, masterPort, rank } = denv;
+  const deadline = Date.now() + timeoutS * 1000;
+  if (await announceStoreWait(masterAddr, masterPort, rank, timeoutS)) return;
+  if (cppStacktracesShown()) return;
+  const why = await waitForStore(masterAddr, masterPort, deadline - Date.now());
+  if (why !== null) throw storeUnreachable(rank, masterAddr, masterPort, timeoutS * 1000, why);
 }

@@ -84,7 +84,7 @@ export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise
   const dir = await latestCheckpoint(root, {
     onSkip: (d, why) => {
       skipped.push({ dir: d, why });
-      console.warn(`resume: skipping ${d}: ${why.message}`);
+      console.warn(`resume: skipping ${why.message}`); // the message names the checkpoint's file
     },
   });
   if (dir !== null) return stepOfDirName(basename(dir));
@@ -92,7 +92,7 @@ export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise
   if (skipped.length > 0 && (corrupt.length > 0 || !restarting)) {
     throw new PriorRunError(
       `--resume auto: no checkpoint in ${root} can be resumed, and starting over would overwrite them: ` +
-        `${skipped.map((s) => `${basename(s.dir)}: ${s.why.message}`).join('; ')}. ` +
+        `${skipped.map((s) => s.why.message).join('; ')}. ` +
         'Nothing was changed. Restore them, resume one by name (--resume <folder>) once it is repaired, or start again with --overwrite',
     );
   }

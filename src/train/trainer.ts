@@ -154,15 +154,7 @@ export class Trainer {
       if (resume.dataChange !== null)
         this.log(`the training data changed (${resume.dataChange}); going on with it`);
       if (resume.savedWorldSize !== this.worldSize) totalSteps = this.reshard(resume);
-      else if (this.stepInEpoch >= this.stepsPerEpoch) {
-        // The data shrank below the saved position (--allow-data-change): that epoch is over.
-        this.log(
-          `epoch ${this.epoch + 1} has ${this.stepsPerEpoch} steps now, and step ${this.stepInEpoch} of it was done: it is over`,
-        );
-        this.epoch++;
-        this.stepInEpoch = 0;
-        this.samplesInEpoch = 0;
-      }
+      else if (resume.dataChange !== null) totalSteps = this.continueChangedData(resume);
     }
     this.endStep = Math.min(totalSteps, c.maxSteps ?? totalSteps);
   }
@@ -188,6 +180,23 @@ export class Trainer {
         `${perStep * resume.savedWorldSize} -> ${perStep * this.worldSize}; LR schedule as saved`,
     );
     return resume.step + stepsLeft + (c.epochs - resume.epoch - 1) * this.stepsPerEpoch;
+  }
+
+  /**
+   * A resume over changed training data (--allow-data-change): the epoch goes on at the
+   * saved step, or is over if the data shrank below it; the run still trains to the end of
+   * --epochs, with the new epoch length. Returns the run's new total of steps.
+   */
+  private continueChangedData(resume: ResumePoint): number {
+    if (this.stepInEpoch >= this.stepsPerEpoch) {
+      this.log(
+        `epoch ${this.epoch + 1} has ${this.stepsPerEpoch} steps now, and ${this.stepInEpoch} of it were done: it is over`,
+      );
+      this.epoch++;
+      this.stepInEpoch = 0;
+      this.samplesInEpoch = 0;
+    }
+    return resume.step + (this.config.epochs - this.epoch) * this.stepsPerEpoch - this.stepInEpoch;
   }
 
   /**
@@ -522,7 +531,8 @@ export class Trainer {
       time: Date.now(),
     });
     if (this.pg.group !== null) await dist.barrier({ group: this.pg.group });
-    if (c.metricsFile !== undefined && rank === 0) mergeMetrics(c.metricsFile, worldSize);
+    if (c.metricsFile !== undefined && rank === 0)
+      this.mergeMetricsFile(() => mergeMetrics(c.metricsFile as string, worldSize));
     this.log(
       `done: ${step} steps in ${wallSec.toFixed(1)} s (${imagesPerSec.toFixed(1)} img/s over ${worldSize} rank(s))` +
         (c.metricsFile !== undefined ? `; metrics in ${c.metricsFile}` : ''),
@@ -556,10 +566,22 @@ export class Trainer {
     }
     const file = this.config.metricsFile;
     if (file === undefined || this.rank !== 0) return;
+    this.mergeMetricsFile(() => mergeRankFiles(file));
+  }
+
+  /**
+   * Merges the rank files into the metrics file. A file system that refuses (full,
+   * read-only) costs the merged file only: the rank files keep every record, and the
+   * report reads them.
+   */
+  private mergeMetricsFile(merge: () => unknown): void {
     try {
-      mergeRankFiles(file);
+      merge();
     } catch (e) {
-      console.warn(`tsddp train: could not merge the metrics of the failed run: ${(e as Error).message}`);
+      console.warn(
+        `tsddp train: could not merge the metrics into ${this.config.metricsFile}: ${(e as Error).message}; ` +
+          'the rank files keep them (tsddp report reads them)',
+      );
     }
   }
 

@@ -18,14 +18,15 @@
 // autocast is the tested AMP path, the fused optimizer is PyTorch's fused=True (its own
 // last-bit rounding, tested against PyTorch's), threads and loader workers change no
 // number, and bucket size only the grouping of the all-reduce.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { autocast } from '../amp/index.ts';
 import { cpuFlags, cpuModel, readCpuinfo } from '../benchmark/machine.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
-import { OPTIMIZER_IMPLS, resolveStem, type TrainConfig } from './config.ts';
+import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
+import { OPTIMIZER_IMPLS, OPTIONS, resolveStem, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, epochBatches, prepareImages } from './data.ts';
 import { buildModel, buildOptimizer, type Placement } from './setup.ts';
 import { type BucketMeasurement, bucketTrial, bucketTrialUnsupported, chooseBucket } from './tune-buckets.ts';
@@ -162,15 +163,32 @@ export function readTuneFile(file: string, key: TuneKey): TuneResult | null {
     !(OPTIMIZER_IMPLS as readonly string[]).includes(r.choice?.optimizerImpl)
   )
     throw new TuneError(`tune file ${file} is not a tsddp tune result (version 3): delete it to tune again`);
+  checkTunedBounds(file, r.choice);
   return sameKey(r.key, key) ? r : null;
+}
+
+/** The tuned settings a run takes from the file without parsing its config again. */
+const TUNED_OPTIONS = ['threads', 'workers', 'bucketCapMb'] as const;
+
+/**
+ * Holds the file's tuned settings to the bounds of their options (config.ts), so that an
+ * edited or damaged file (workers: 100000) is refused by name instead of hanging the run.
+ */
+function checkTunedBounds(file: string, choice: TuneChoice): void {
+  for (const name of TUNED_OPTIONS) {
+    const value: unknown = choice[name];
+    if (value === undefined) continue; // not tuned
+    if (!OPTIONS[name].schema.safeParse(value).success)
+      throw new TuneError(
+        `tune file ${file}: choice.${name} is ${JSON.stringify(value)}; allowed: ${OPTIONS[name].allowed}: delete it to tune again`,
+      );
+  }
 }
 
 /** Writes the result whole or not at all (a temporary file renamed into place). */
 export function writeTuneFile(file: string, r: TuneResult): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, `${JSON.stringify(r, null, 2)}\n`);
-  renameSync(tmp, file);
+  ensureSafeDir(dirname(file), "the tune file's folder");
+  writeFileAtomicSync(file, `${JSON.stringify(r, null, 2)}\n`);
 }
 
 export interface TuneOptions {

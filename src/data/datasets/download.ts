@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+import { openNew, tempPathFor } from '../../files/index.ts';
 import { DataError } from '../types.ts';
 
 /** The MD5 of a file, hex. */
@@ -17,13 +18,13 @@ export async function md5File(path: string): Promise<string> {
 }
 
 /**
- * Downloads `url` to `path` (via `path.part`, renamed when complete) and checks its MD5.
+ * Downloads `url` to `path` (via an unguessable temp name beside it, renamed when complete) and checks its MD5.
  * An existing file with the right checksum is kept; a mismatch deletes the download and throws.
  */
 export async function downloadUrl(url: string, path: string, md5?: string): Promise<void> {
   if (existsSync(path) && (md5 === undefined || (await md5File(path)) === md5)) return;
   mkdirSync(dirname(path), { recursive: true });
-  const part = `${path}.part`;
+  const part = tempPathFor(path);
   let res: Response;
   try {
     res = await fetch(url);
@@ -44,7 +45,7 @@ export async function downloadUrl(url: string, path: string, md5?: string): Prom
     await pipeline(
       Readable.fromWeb(res.body as import('node:stream/web').ReadableStream),
       hashing,
-      createWriteStream(part),
+      createWriteStream(part, { fd: openNew(part) }),
     );
   } catch (e) {
     rmSync(part, { force: true });
@@ -86,8 +87,13 @@ function octal(buf: Buffer, start: number, len: number): number {
 export async function extractTarGz(archive: string, dest: string): Promise<string[]> {
   const written: string[] = [];
   let pending: Buffer = Buffer.alloc(0);
-  let file: { fd: ReturnType<typeof createWriteStream>; path: string; left: number; pad: number } | null =
-    null;
+  let file: {
+    fd: ReturnType<typeof createWriteStream>;
+    path: string;
+    tmp: string;
+    left: number;
+    pad: number;
+  } | null = null;
   let skip = 0;
   let longName: string | null = null;
   let collecting: { left: number; chunks: Buffer[]; pad: number } | null = null;
@@ -99,16 +105,16 @@ export async function extractTarGz(archive: string, dest: string): Promise<strin
     const f = file!;
     file = null;
     await new Promise<void>((res, rej) => f.fd.end((e?: Error | null) => (e ? rej(e) : res())));
-    renameSync(`${f.path}.part`, f.path);
+    renameSync(f.tmp, f.path);
     written.push(f.path);
   };
 
   const removePart = (): void => {
     aborted = true;
-    const f = file as { fd: ReturnType<typeof createWriteStream>; path: string } | null;
+    const f = file as { fd: ReturnType<typeof createWriteStream>; tmp: string } | null;
     if (f === null) return;
     f.fd.destroy();
-    rmSync(`${f.path}.part`, { force: true });
+    rmSync(f.tmp, { force: true });
   };
 
   const sink = new Writable({
@@ -169,11 +175,12 @@ export async function extractTarGz(archive: string, dest: string): Promise<strin
           } else if (type === '0' || type === '7') {
             const path = join(dest, safeName(name, archive));
             mkdirSync(dirname(path), { recursive: true });
-            const fd = createWriteStream(`${path}.part`);
+            const tmp = tempPathFor(path);
+            const fd = createWriteStream(tmp, { fd: openNew(tmp) });
             fd.on('error', (e) => {
               writeError = e;
             });
-            file = { fd, path, left: size, pad };
+            file = { fd, path, tmp, left: size, pad };
             if (size === 0) {
               skip = pad;
               await finishFile();

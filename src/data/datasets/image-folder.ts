@@ -95,13 +95,39 @@ async function decodeBytes(bytes: Buffer, path: string): Promise<DecodedImage> {
   };
 }
 
+/**
+ * A path as the file system has it: a string when its bytes are UTF-8, else the bytes
+ * themselves. Node decodes file names as UTF-8, so a name in another encoding (Latin-1
+ * from an old archive) would come back altered and could not be opened; torchvision opens
+ * it, and so does tsddp. Messages show it with the odd bytes replaced (U+FFFD).
+ */
+type FsPath = string | Buffer;
+
+const shown = (p: FsPath): string => (typeof p === 'string' ? p : p.toString('utf8'));
+
+/** The names in `dir` in byte order (Python's sorted() order for UTF-8 names). */
+function listDir(dir: FsPath): FsPath[] {
+  return readdirSync(dir, { encoding: 'buffer' })
+    .sort(Buffer.compare)
+    .map((b) => {
+      const s = b.toString('utf8');
+      return Buffer.from(s, 'utf8').equals(b) ? s : b;
+    });
+}
+
+function joinPath(dir: FsPath, name: FsPath): FsPath {
+  if (typeof dir === 'string' && typeof name === 'string') return join(dir, name);
+  return Buffer.concat([Buffer.from(dir), Buffer.from('/'), Buffer.from(name)]);
+}
+
 /** The file's bytes; a read error becomes a DataError naming the file. */
-function readImageFile(path: string): Buffer {
+function readImageFile(file: FsPath): Buffer {
   try {
     // Read here rather than by libvips from the path: cheaper for small files (libvips'
     // file source costs more per image, bench/dataloader.ts), and a loader waits either way.
-    return readFileSync(path);
+    return readFileSync(file);
   } catch (e) {
+    const path = shown(file);
     throw new DataError(`cannot decode image ${path}: ${(e as Error).message}`, path, { cause: e });
   }
 }
@@ -113,12 +139,12 @@ export async function decodeImage(path: string): Promise<NdArray<Uint8Array>> {
   return { data: owned ? data : data.slice(), shape };
 }
 
-function walk(dir: string, exts: Set<string>, out: string[]): void {
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
+function walk(dir: FsPath, exts: Set<string>, out: FsPath[]): void {
+  for (const name of listDir(dir)) {
+    const p = joinPath(dir, name);
     const st = statSync(p);
     if (st.isDirectory()) walk(p, exts, out);
-    else if (st.isFile() && exts.has(extname(name).toLowerCase())) out.push(p);
+    else if (st.isFile() && exts.has(extname(shown(name)).toLowerCase())) out.push(p);
   }
 }
 
@@ -126,8 +152,10 @@ function walk(dir: string, exts: Set<string>, out: string[]): void {
 export class ImageFolder {
   readonly classes: string[];
   readonly classToIdx: Record<string, number>;
-  /** [path, label] per sample. */
+  /** [path, label] per sample (a name that is not UTF-8 shows U+FFFD for its odd bytes). */
   readonly samples: [string, number][];
+  /** The path to open per sample: the same string, or the bytes of a name that is not UTF-8. */
+  private readonly files: FsPath[] = [];
   readonly transform: Transform | undefined;
   readonly onError: 'raise' | 'skip';
   /**
@@ -144,21 +172,23 @@ export class ImageFolder {
     if (!existsSync(root) || !statSync(root).isDirectory()) {
       throw new DataError(`ImageFolder: ${root} is not a folder`, root);
     }
-    this.classes = readdirSync(root)
-      .filter((d) => statSync(join(root, d)).isDirectory())
-      .sort();
+    const classDirs = listDir(root).filter((d) => statSync(joinPath(root, d)).isDirectory());
+    this.classes = classDirs.map(shown);
     if (this.classes.length === 0)
       throw new DataError(`ImageFolder: couldn't find any class folder in ${root}`, root);
     this.classToIdx = Object.fromEntries(this.classes.map((c, i) => [c, i]));
     const exts = new Set(options.extensions ?? IMG_EXTENSIONS);
     this.samples = [];
     const empty: string[] = [];
-    for (const c of this.classes) {
-      const files: string[] = [];
-      walk(join(root, c), exts, files);
-      if (files.length === 0) empty.push(c);
-      for (const f of files) this.samples.push([f, this.classToIdx[c]]);
-    }
+    classDirs.forEach((dir, label) => {
+      const files: FsPath[] = [];
+      walk(joinPath(root, dir), exts, files);
+      if (files.length === 0) empty.push(this.classes[label]);
+      for (const f of files) {
+        this.samples.push([shown(f), label]);
+        this.files.push(f);
+      }
+    });
     if (empty.length > 0 && this.samples.length > 0 && !options.allowEmpty) {
       throw new DataError(
         `ImageFolder: found no valid file for the classes ${empty.join(', ')} in ${root} ` +
@@ -189,10 +219,15 @@ export class ImageFolder {
     let image: NdArray<Uint8Array> | undefined;
     let label = 0;
     for (let k = 0; k < this.length && image === undefined; k++) {
-      const [path, l] = this.samples[(i + k) % this.length];
+      const j = (i + k) % this.length;
+      const [path, l] = this.samples[j];
       try {
         // With a transform, sharp's buffer is read once and dropped: no copy.
-        image = this.transform ? await decodeBytes(readImageFile(path), path) : await decodeImage(path);
+        const decoded = await decodeBytes(readImageFile(this.files[j]), path);
+        // Without a transform the pixels are returned: a copy of their own, as decodeImage gives.
+        image = this.transform
+          ? decoded
+          : { data: decoded.owned ? decoded.data : decoded.data.slice(), shape: decoded.shape };
         label = l;
       } catch (e) {
         const missingSharp = !(e instanceof DataError) || e.path === undefined;
