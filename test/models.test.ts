@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import * as t from '../src/index.ts';
 import * as models from '../src/models/index.ts';
 import * as nn from '../src/nn/index.ts';
-import { assertClose, values } from './helpers/fixtures.ts';
+import { assertClose, assertUlps, values } from './helpers/fixtures.ts';
 import { readSafetensors } from './helpers/safetensors-min.ts';
 
 type Arch = 'resnet18' | 'resnet34' | 'resnet50' | 'resnet101' | 'resnet152';
@@ -34,6 +34,13 @@ const keys = JSON.parse(readFileSync(new URL('./fixtures/nn/resnet_keys.json', i
   archs: Record<string, Layout>;
   init: Record<string, InitStats>;
 };
+// The seeded initial values against the committed resnet_keys.json: float32 ulps allowed,
+// for every architecture. Always the stored file: its generator needs torchvision, which
+// .venv does not have, so it cannot run live. Seeded draws depend on the kernels' code path
+// (ATen's scalar path, which no x86-64 machine with AVX2 takes, moves them), but an AMD
+// EPYC with ATen's AVX-512 and AVX2 kernels and the Intel Xeon of the Adam report give
+// the committed bits.
+const STORED_INIT_ULPS = 0;
 
 for (const [name, layout] of Object.entries(keys.archs)) {
   test(`${name}: state-dict keys, shapes, dtypes and parameter count equal torchvision's`, () => {
@@ -59,13 +66,11 @@ for (const [name, spec] of Object.entries(keys.init)) {
       assert.deepEqual(Object.keys(sd), Object.keys(spec.stats));
       for (const [k, want] of Object.entries(spec.stats)) {
         const flat = sd[k].flatten();
-        assert.deepEqual(values(flat.slice(0, 0, want.head.length)), want.head, `${k}: first values`);
+        const head = values(flat.slice(0, 0, want.head.length));
+        assertUlps(head, want.head, STORED_INIT_ULPS, `${k}: first values`);
         const idx = t.tensor(want.index, { dtype: 'int64' });
-        assert.deepEqual(
-          values(flat.indexSelect(0, idx)),
-          want.sample,
-          `${k}: values spread over the tensor`,
-        );
+        const spread = values(flat.indexSelect(0, idx));
+        assertUlps(spread, want.sample, STORED_INIT_ULPS, `${k}: values spread over the tensor`);
       }
     });
     if (spec.options.zeroInitResidual) {

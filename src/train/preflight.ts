@@ -9,9 +9,9 @@
 import { closeSync, mkdirSync, statfsSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { ITEM_SIZE } from '../core/dtype.ts';
-import { checkSafeDir, openNew, tempPathFor } from '../files/index.ts';
 import type { Tensor } from '../core/index.ts';
 import type { ProcessGroup } from '../distributed/index.ts';
+import { checkSafeDir, openNew, tempPathFor } from '../files/index.ts';
 import type { TrainConfig } from './config.ts';
 
 /** A pre-flight check failed on some rank; the message names the rank and the problem. */

@@ -17,8 +17,9 @@ export interface SafetensorsFile {
   metadata: Record<string, string>;
 }
 
-export function readSafetensors(url: URL | string): SafetensorsFile {
-  const buf = readFileSync(url);
+/** Reads a safetensors file, from its path or its bytes. */
+export function readSafetensors(file: URL | string | Buffer): SafetensorsFile {
+  const buf = Buffer.isBuffer(file) ? file : readFileSync(file);
   const headerLen = Number(buf.readBigUInt64LE(0));
   const header = JSON.parse(buf.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
   const base = 8 + headerLen;
