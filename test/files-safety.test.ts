@@ -6,7 +6,6 @@
 // launcher that printed a stack trace and left empty temp files when the disk was full.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
@@ -32,26 +31,12 @@ import { defaultMetricsFile } from '../src/dashboard/session.ts';
 import { checkSafeDir, tempNameOwner, UnsafePathError, writeFileAtomicSync } from '../src/files/index.ts';
 import { MetricsWriter, mergeRankFiles, readJsonLines } from '../src/metrics/index.ts';
 import { type TrainConfigInput, train } from '../src/train/index.ts';
+import { snapshot } from './helpers/snapshot.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-files-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 const quiet = { progress: false } as const;
 const isRoot = process.getuid?.() === 0;
-
-/** Every file under `dir` (links as links) with its sha256: what "nothing was touched" compares. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
-      else out[p] = e.isSymbolicLink() ? 'link' : 'other';
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 /** A file only its owner can read, standing for one the attacker wants overwritten. */
 function victim(name: string): string {

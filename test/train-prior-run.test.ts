@@ -6,31 +6,17 @@
 // deletes it and starts again.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonLines } from '../src/metrics/index.ts';
 import { parseConfig, type TrainConfigInput, train } from '../src/train/index.ts';
+import { snapshot } from './helpers/snapshot.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-prior-run-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 const quiet = { progress: false } as const;
-
-/** Every file under `dir` with its sha256: what "nothing was touched" compares. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 function config(name: string): TrainConfigInput {
   return {
