@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { OPS } from '../scripts/op-list.ts';
 import { native } from '../src/core/native.ts';
 import * as t from '../src/index.ts';
-import { type UlpFormat, ulpDistance } from './helpers/fixtures.ts';
+import { assertFixtureValues } from './helpers/fixtures.ts';
 import { fixtureJson } from './helpers/live-fixture.ts';
 
 interface Enc {
@@ -41,11 +41,6 @@ const { data: cases, live } = fixtureJson<Record<string, Case>>(
 // with ATen's AVX-512 and AVX2 kernels, and the Intel Xeon of the Adam report). Integers
 // and booleans are exact.
 const STORED_ULPS = 0;
-const ULP_FORMATS: Partial<Record<t.DType, UlpFormat>> = {
-  float64: 'float64',
-  float16: 'float16',
-  bfloat16: 'bfloat16',
-};
 
 const num = (v: Enc['data'][number]): number =>
   v === 'nan' ? Number.NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v;
@@ -73,22 +68,7 @@ function check(actual: unknown, expected: Enc, what: string, valuesUndefined = f
   if (valuesUndefined) return;
   const got = Array.from(actual.toTypedArray() as ArrayLike<number | bigint>, Number);
   const want = expected.data.map(num);
-  for (let i = 0; i < want.length; i++) {
-    if (Number.isNaN(want[i]) && Number.isNaN(got[i])) continue;
-    const format = ULP_FORMATS[expected.dtype];
-    if (format) {
-      const ulps = ulpDistance(got[i], want[i], format);
-      const max = live ? 0 : STORED_ULPS;
-      assert.ok(
-        ulps <= max,
-        `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]} (${ulps} ulps, ${max} allowed)`,
-      );
-      continue;
-    }
-    // the same libtorch kernels: equal, up to float32's last bit for reductions
-    const tol = expected.dtype === 'float32' ? 1e-6 * Math.max(1, Math.abs(want[i])) : 0;
-    assert.ok(Math.abs(got[i] - want[i]) <= tol, `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]}`);
-  }
+  assertFixtureValues(got, want, expected.dtype, live ? 0 : STORED_ULPS, what);
 }
 
 for (const [key, c] of Object.entries(cases)) {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as t from '../src/index.ts';
-import { type UlpFormat, ulpDistance } from './helpers/fixtures.ts';
+import { assertFixtureValues } from './helpers/fixtures.ts';
 import { fixtureJson } from './helpers/live-fixture.ts';
 
 type Num = number | 'nan' | 'inf' | '-inf';
@@ -37,11 +37,6 @@ const { data: fx, live } = fixtureJson<Fixture>('tensor-surface/gen.py', 'tensor
 // every case: no CPU tried moved one (an AMD EPYC with ATen's AVX-512 and AVX2 kernels,
 // and the Intel Xeon of the Adam report). Integers and booleans are exact.
 const STORED_ULPS = 0;
-const ULP_FORMATS: Partial<Record<t.DType, UlpFormat>> = {
-  float64: 'float64',
-  float16: 'float16',
-  bfloat16: 'bfloat16',
-};
 
 const num = (v: Num): number =>
   v === 'nan' ? Number.NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v;
@@ -56,21 +51,7 @@ function check(actual: unknown, expected: Enc, what: string): void {
   assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
   const got = Array.from(actual.toTypedArray() as ArrayLike<number | bigint>, Number);
   const want = expected.data.map(num);
-  for (let i = 0; i < want.length; i++) {
-    if (Number.isNaN(want[i]) && Number.isNaN(got[i])) continue;
-    const format = ULP_FORMATS[expected.dtype];
-    if (format) {
-      const ulps = ulpDistance(got[i], want[i], format);
-      const max = live ? 0 : STORED_ULPS;
-      assert.ok(
-        ulps <= max,
-        `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]} (${ulps} ulps, ${max} allowed)`,
-      );
-      continue;
-    }
-    const tol = expected.dtype === 'float32' ? 1e-6 * Math.max(1, Math.abs(want[i])) : 0;
-    assert.ok(Math.abs(got[i] - want[i]) <= tol, `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]}`);
-  }
+  assertFixtureValues(got, want, expected.dtype, live ? 0 : STORED_ULPS, what);
 }
 
 test('every dtype name and alias means what PyTorch means by it', () => {

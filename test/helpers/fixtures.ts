@@ -181,3 +181,37 @@ export function assertUlps(
     );
   }
 }
+
+const ULP_FORMATS: Partial<Record<string, UlpFormat>> = {
+  float64: 'float64',
+  float16: 'float16',
+  bfloat16: 'bfloat16',
+};
+
+/**
+ * A surface test's values against PyTorch's, element by element: float64, float16 and
+ * bfloat16 within `maxUlps` (0 when PyTorch ran live on this CPU), float32 within 1e-6
+ * relative (a reduction's last bit), integers and booleans exact; NaN equals NaN.
+ */
+export function assertFixtureValues(
+  got: number[],
+  want: number[],
+  dtype: string,
+  maxUlps: number,
+  what: string,
+): void {
+  const format = ULP_FORMATS[dtype];
+  for (let i = 0; i < want.length; i++) {
+    if (Number.isNaN(want[i]) && Number.isNaN(got[i])) continue;
+    if (format) {
+      const ulps = ulpDistance(got[i], want[i], format);
+      assert.ok(
+        ulps <= maxUlps,
+        `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]} (${ulps} ulps, ${maxUlps} allowed)`,
+      );
+      continue;
+    }
+    const tol = dtype === 'float32' ? 1e-6 * Math.max(1, Math.abs(want[i])) : 0;
+    assert.ok(Math.abs(got[i] - want[i]) <= tol, `${what}[${i}]: got ${got[i]}, PyTorch gives ${want[i]}`);
+  }
+}
