@@ -1,4 +1,4 @@
-// tsddp vs PyTorch eager on one CUDA GPU (issue 18; run by scripts/gpu-check.sh):
+// tsddp vs PyTorch eager on one CUDA GPU (run by scripts/gpu-check.sh; docs/gpu-check.md):
 //  1. ResNet-50 224x224 train step, batch 256, channels-last, AMP bf16 and fp16
 //     (bench/gpu-step.ts and bench/reference/gpu_step.py: the same recipe);
 //  2. NCCL DDP at world 1 against no DDP (bf16), both libraries;

@@ -1,4 +1,4 @@
-// Installing tsddp into a project, measured (issue 11): the tarball's size, the time of
+// Installing tsddp into a project, measured: the tarball's size, the time of
 // `npm install ./tsddp-X.tgz` into a fresh project (the install step builds both addons;
 // with a warm torch, again into a second project where ccache has the objects, and with
 // --cold from an empty per-user torch cache, which pip-installs torch first), and the time to `import('tsddp')` next to `python -c "import torch"`,

@@ -1,4 +1,4 @@
-// `tsddp train` against the seed's PyTorch recipe as written (issue 17's measurement):
+// `tsddp train` against the classic PyTorch DDP recipe as written:
 // whole training runs, DDP over 2 ranks x 1 thread on this machine, the same data, model,
 // hyperparameters and epochs on every side:
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compile-checks the addon's CUDA part on a machine without CUDA (issue 18, CI): the
+// Compile-checks the addon's CUDA part on a machine without CUDA (run by CI): the
 // files that TSDDP_CUDA adds or changes (native/src/cuda/*.cc, and the #ifdef TSDDP_CUDA
 // branches of process_group.cc, addon.cc, random.cc) are compiled, through the same
 // native/CMakeLists.txt, against this checkout's torch headers and the CUDA/cuBLAS/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 18): builds the addon with its CUDA part (NCCL) against the GPU
+# The GPU check (docs/gpu-check.md): builds the addon with its CUDA part (NCCL) against the GPU
 # machine's CUDA torch and runs the CUDA tests and the GPU bench, in one call of at most
 # 8 minutes. That machine has python3 with CUDA torch, nvcc, cmake, ninja and g++, but no
 # Node.js and no network: everything else comes in .gpu/, made here by

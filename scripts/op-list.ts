@@ -50,7 +50,7 @@ export const OPS: string[] = [
   'floor_divide',
   'clip',
   'clip_',
-  // more of torch's elementwise functions (issue 14: the common torch.Tensor surface)
+  // more of torch's elementwise functions (the common torch.Tensor surface)
   'exp2',
   'logit',
   'sgn',

@@ -1,4 +1,4 @@
-// Checkpoint directories: save → load of the whole training state (RELIABILITY 17),
+// Checkpoint directories: save → load of the whole training state (docs/reliability.md R17),
 // corrupt / truncated / tampered checkpoints refused with nothing applied (9), pickles
 // refused (11), SIGKILL during a write (8), keepLast, stale temp cleanup, and the
 // committed checkpoint written by tsddp (PyTorch-checked by make_fixture.py) still loading.
@@ -89,7 +89,7 @@ function assertUntouched(tg: ReturnType<typeof freshTargets>, seed: number): voi
   assertRngIsSeed(seed);
 }
 
-describe('save and resume (RELIABILITY 17)', () => {
+describe('save and resume (docs/reliability.md R17)', () => {
   test('restores model, optimizer, LR schedule, grad scaler, RNG, sampler epoch, step and extra', async () => {
     const root = newRoot();
     const s = trainingState();
@@ -280,7 +280,7 @@ describe('save and resume (RELIABILITY 17)', () => {
   });
 });
 
-// --- corruption (RELIABILITY 9) ----------------------------------------------------------
+// --- corruption (docs/reliability.md R9) ----------------------------------------------------------
 
 function flipBit(path: string, offset: number): void {
   const b = readFileSync(path);
@@ -306,7 +306,7 @@ function reseal(dir: string, name: string): void {
   });
 }
 
-describe('corrupt checkpoints are refused, nothing applied (RELIABILITY 9)', async () => {
+describe('corrupt checkpoints are refused, nothing applied (docs/reliability.md R9)', async () => {
   const root = newRoot();
   const good = await saveCheckpoint(root, trainingState(100));
   let base: SavedCheckpoint;
@@ -507,9 +507,9 @@ describe('corrupt checkpoints are refused, nothing applied (RELIABILITY 9)', asy
   }
 });
 
-// --- pickles (RELIABILITY 11) -------------------------------------------------------------
+// --- pickles (docs/reliability.md R11) -------------------------------------------------------------
 
-describe('pickle / .pt files are refused (RELIABILITY 11)', () => {
+describe('pickle / .pt files are refused (docs/reliability.md R11)', () => {
   test('a .pt/.pth path, pickle bytes under any name, or a directory of .pt files', async () => {
     const dir = join(tmp, 'pickles');
     mkdirSync(join(dir, 'ckpt-000001'), { recursive: true });
@@ -635,7 +635,7 @@ describe('checkpoint directories', () => {
   });
 });
 
-// --- SIGKILL during a write (RELIABILITY 8) ---------------------------------------------------
+// --- SIGKILL during a write (docs/reliability.md R8) ---------------------------------------------------
 
 interface Writer {
   child: ChildProcess;
@@ -704,7 +704,7 @@ function assertStateAt(
   assert.equal(blob.eq(r.step).all().item(), 1, 'extra blob belongs to the loaded step');
 }
 
-describe('SIGKILL during a checkpoint write (RELIABILITY 8)', () => {
+describe('SIGKILL during a checkpoint write (docs/reliability.md R8)', () => {
   test('the previous checkpoint still loads, the partial one is ignored, stale temp files are cleaned', async () => {
     const roots = { mid: newRoot(), manifest: newRoot(), loop: newRoot() };
     const loop = (async () => {

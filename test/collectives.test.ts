@@ -1,6 +1,6 @@
 // Collectives between real processes (Gloo on loopback): results of every op on 2 and 3
 // ranks, argument checks, and faults: a stopped peer makes the others fail at the
-// configured timeout (RELIABILITY 5), a peer that exits or is killed makes them fail fast.
+// configured timeout (docs/reliability.md R5), a peer that exits or is killed makes them fail fast.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { type Job, okResults, type RankResult, runJob, startJob } from './helpers/multiproc.ts';
@@ -247,7 +247,7 @@ for (const w of [2, 3]) {
 }
 
 describe('collective faults', () => {
-  test('a stopped peer: the others reject with a DistributedError at the timeout, never hang (RELIABILITY 5)', async () => {
+  test('a stopped peer: the others reject with a DistributedError at the timeout, never hang (docs/reliability.md R5)', async () => {
     const outcomes = (await jobs.hang) as RankResult<FaultResult>[];
     assert.equal(outcomes[1].signal, 'SIGKILL', 'the stopped rank is killed at the end');
     for (const r of [0, 2]) {

@@ -1,4 +1,4 @@
-// Broken and unusual image files (RELIABILITY 16): real files written by sharp — RGB,
+// Broken and unusual image files (docs/reliability.md R16): real files written by sharp — RGB,
 // CMYK and grayscale JPEGs, grayscale, grayscale+alpha, RGBA, 16-bit and palette PNGs,
 // lossless WebP, a PNG named .jpg and a JPEG named .png — decode to uint8 [H, W, 3] RGB
 // with the source's colours (what PIL's convert('RGB') gives torchvision), and a

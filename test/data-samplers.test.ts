@@ -1,5 +1,5 @@
 // Samplers: index orders equal PyTorch's (test/fixtures/data/samplers.json, made by
-// samplers.py), DistributedSampler's properties (RELIABILITY 13, 14), and the Rng
+// samplers.py), DistributedSampler's properties (docs/reliability.md R13, R14), and the Rng
 // against the reference xoshiro128** (xoshiro128ss.c).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -116,7 +116,7 @@ test('SequentialSampler and BatchSampler (lengths and contents, dropLast)', () =
   assert.throws(() => new BatchSampler(seq, 0, false), /batchSize should be a positive integer/);
 });
 
-test('DistributedSampler properties: coverage, counts, epoch-only order changes (RELIABILITY 13, 14)', () => {
+test('DistributedSampler properties: coverage, counts, epoch-only order changes (docs/reliability.md R13, R14)', () => {
   for (const n of [1, 2, 7, 10, 31, 64, 100]) {
     for (const R of [1, 2, 3, 4, 8]) {
       for (const dropLast of [false, true]) {
@@ -129,7 +129,7 @@ test('DistributedSampler properties: coverage, counts, epoch-only order changes 
         const all: number[] = [];
         for (const s of samplers) {
           const idx = [...s];
-          // Every rank gets the same count (no rank waits in a collective: RELIABILITY 14).
+          // Every rank gets the same count (no rank waits in a collective: docs/reliability.md R14).
           assert.equal(idx.length, expectedCount, `n=${n} R=${R} dropLast=${dropLast}`);
           assert.equal(s.length, expectedCount);
           // Batch counts are equal across ranks too.

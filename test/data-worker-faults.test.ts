@@ -1,4 +1,4 @@
-// Data worker faults (RELIABILITY 15): an exception in a worker is re-raised with the
+// Data worker faults (docs/reliability.md R15): an exception in a worker is re-raised with the
 // worker id, the sample index and the file; a worker that exits gives a clear error,
 // not a hang; a stalled worker hits timeoutMs; no thread outlives its loader.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 // DistributedDataParallel between real processes (Gloo on loopback, 2 and 3 ranks),
 // checked against single-process references computed here with the same models and data
-// (test/workers/models.ts), with PyTorch's own DDP test tolerances (RELIABILITY 1).
+// (test/workers/models.ts), with PyTorch's own DDP test tolerances (docs/reliability.md R1).
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import * as t from '../src/index.ts';

@@ -1,4 +1,4 @@
-// tsrun under faults (RELIABILITY 2-5, 14): gang restart with resume from a checkpoint, a
+// tsrun under faults (docs/reliability.md R2–R5, R14): gang restart with resume from a checkpoint, a
 // worker that always fails, signals to the launcher, a hung peer, uneven batch counts.
 // Each job is tiny; every wait is bounded, and no process may be left behind.
 import assert from 'node:assert/strict';
@@ -53,7 +53,7 @@ interface TrainReport {
   resumedFrom: number;
 }
 
-test('a SIGKILLed worker restarts the whole gang, which resumes and ends bitwise equal (RELIABILITY 2)', async () => {
+test('a SIGKILLed worker restarts the whole gang, which resumes and ends bitwise equal (docs/reliability.md R2)', async () => {
   const dir = freshDir('restart');
   const l = start([
     '--nproc-per-node',
@@ -131,7 +131,7 @@ test('a failure on one node restarts the gang on every node (two launchers, --nn
   assert.deepEqual(await waitGone(node1.marker, 5000), []);
 });
 
-test('a worker that always fails: non-zero exit in bounded time, first failing rank, exit code, stderr tail (RELIABILITY 3)', async () => {
+test('a worker that always fails: non-zero exit in bounded time, first failing rank, exit code, stderr tail (docs/reliability.md R3)', async () => {
   // Rank 0 ignores SIGTERM and runs a worker thread, so stopping it takes the SIGKILL escalation.
   const l = start([
     '--nproc-per-node',
@@ -186,15 +186,15 @@ async function signalLauncher(signal: NodeJS.Signals): Promise<void> {
   });
 }
 
-test('SIGTERM to the launcher: workers (and their threads) are gone, the port is free (RELIABILITY 4)', async () => {
+test('SIGTERM to the launcher: workers (and their threads) are gone, the port is free (docs/reliability.md R4)', async () => {
   await signalLauncher('SIGTERM');
 });
 
-test('SIGKILL to the launcher: the worker guard ends every worker, even one blocked in sync code (RELIABILITY 4)', async () => {
+test('SIGKILL to the launcher: the worker guard ends every worker, even one blocked in sync code (docs/reliability.md R4)', async () => {
   await signalLauncher('SIGKILL');
 });
 
-test('a hung peer (SIGSTOP) makes the others fail at the collective timeout; the gang restarts (RELIABILITY 5)', async () => {
+test('a hung peer (SIGSTOP) makes the others fail at the collective timeout; the gang restarts (docs/reliability.md R5)', async () => {
   const l = start([
     '--nproc-per-node',
     '2',
@@ -224,7 +224,7 @@ test('a hung peer (SIGSTOP) makes the others fail at the collective timeout; the
   assert.deepEqual(await waitGone(l.marker, 5000), []);
 });
 
-test('uneven batch counts end in a clear timeout error, not a hang (RELIABILITY 14)', async () => {
+test('uneven batch counts end in a clear timeout error, not a hang (docs/reliability.md R14)', async () => {
   const l = start([
     '--nproc-per-node',
     '2',

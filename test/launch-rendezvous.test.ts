@@ -1,4 +1,4 @@
-// tsrun's rendezvous (RELIABILITY 6, 7, 12): a busy port is a clear error naming address and
+// tsrun's rendezvous (docs/reliability.md R6, R7, R12): a busy port is a clear error naming address and
 // port; standalone jobs pick free ports and do not collide; a node that never comes fails
 // the job after the join timeout; garbage sent to the store port does not break the job.
 import assert from 'node:assert/strict';
@@ -20,7 +20,7 @@ function start(args: string[]): Launcher {
 
 const script = worker('launch-env.ts');
 
-test('a busy --master-port is a clear error naming address and port (RELIABILITY 6)', async () => {
+test('a busy --master-port is a clear error naming address and port (docs/reliability.md R6)', async () => {
   const busy: Server = createServer();
   await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
   const port = (busy.address() as { port: number }).port;
@@ -41,7 +41,7 @@ test('a busy --master-port is a clear error naming address and port (RELIABILITY
   }
 });
 
-test('two standalone jobs on one host pick different free ports and both succeed (RELIABILITY 6)', async () => {
+test('two standalone jobs on one host pick different free ports and both succeed (docs/reliability.md R6)', async () => {
   const a = start(['--standalone', script]);
   const b = start(['--master-port', '0', script]);
   const [ea, eb] = await Promise.all([a.exit(60_000), b.exit(60_000)]);
@@ -59,7 +59,7 @@ test('two standalone jobs on one host pick different free ports and both succeed
   }
 });
 
-test('a rendezvous that never completes fails after --rdzv-timeout with a clear message (RELIABILITY 7)', async () => {
+test('a rendezvous that never completes fails after --rdzv-timeout with a clear message (docs/reliability.md R7)', async () => {
   const [p0, p1] = [String(await freePort()), String(await freePort())];
   // Node 0 alone (node 1 never comes), and node 1 alone (no node 0 to serve the store).
   const only0 = start([
@@ -154,7 +154,7 @@ function blast(port: number, data: Buffer): Promise<void> {
   });
 }
 
-test('garbage and oversized frames sent to the store port leave the job working (RELIABILITY 12)', async () => {
+test('garbage and oversized frames sent to the store port leave the job working (docs/reliability.md R12)', async () => {
   const l = start(['--nproc-per-node', '2', '--standalone', script]);
   const port = await l.port();
   let running = true;

@@ -1,4 +1,4 @@
-// nn.functional and the nn modules of issue 14 against PyTorch
+// nn.functional and the nn modules against PyTorch
 // (test/fixtures/nn-surface/gen.py, run live when .venv has torch, else its committed
 // cases.json; test/helpers/live-fixture.ts): every input is stored in the fixture, so
 // tsddp's random numbers play no part, except in the lazy modules' seeded initial values.
@@ -636,7 +636,7 @@ test('bad arguments give typed errors naming them', () => {
   });
 });
 
-// --- issue 14 bugs ---------------------------------------------------------------------
+// --- bugs found in a port ---------------------------------------------------------------------
 
 function toModel(): nn.Module {
   return new nn.Sequential(new nn.Linear(2, 3), new nn.BatchNorm1d(3));

@@ -1,4 +1,4 @@
-// The generated op wrappers with their options object (issue 14, bug 1): every op in
+// The generated op wrappers with their options object: every op in
 // scripts/op-list.ts with keyword-only arguments is called with them, and with
 // positional parameters given by name, and compared with what PyTorch returned for the
 // same call (test/fixtures/ops-options/gen.py, run live when .venv has torch, else its

@@ -1,4 +1,4 @@
-// The published package, as a user gets it (issue 11): `npm pack` (which compiles dist/),
+// The published package, as a user gets it: `npm pack` (which compiles dist/),
 // the tarball's file list, `npm install ./tsddp-X.tgz` into a fresh project (its install
 // step builds both addons against the torch this checkout uses, passed as LIBTORCH), a
 // 2-rank DDP training with `npx tsrun` under plain node (compiled JavaScript), the clear

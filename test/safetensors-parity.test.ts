@@ -1,4 +1,4 @@
-// safetensors against PyTorch's own behaviour (issue 14, bug 9), from
+// safetensors against PyTorch's own behaviour, from
 // test/fixtures/checkpoint/safetensors_cases.json and other_dtypes.safetensors, made by
 // make_safetensors_cases.py: tensors of dtypes tsddp's Tensor has none for (U16, U32,
 // U64, F8_E4M3, F8_E5M2, C64) are read, not a reason to refuse the file; tensors sharing

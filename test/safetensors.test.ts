@@ -1,6 +1,6 @@
 // safetensors reader/writer: interop with PyTorch's safetensors library both ways
 // (test/fixtures/checkpoint, made by make_fixture.py and make_tsddp_files.ts), and the
-// strict reader refusing hostile files (RELIABILITY 10, 11) without over-reading or
+// strict reader refusing hostile files (docs/reliability.md R10, R11) without over-reading or
 // allocating what a header claims.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -538,7 +538,7 @@ const hostile: Hostile[] = [
     code: 'METADATA',
     message: /not an object of strings/,
   },
-  // pickles (RELIABILITY 11)
+  // pickles (docs/reliability.md R11)
   {
     name: 'torch.save zip file',
     bytes: fixture('torch_save.pt'),
@@ -553,7 +553,7 @@ const hostile: Hostile[] = [
   },
 ];
 
-describe('strict reader refuses hostile files (RELIABILITY 10)', () => {
+describe('strict reader refuses hostile files (docs/reliability.md R10)', () => {
   for (const h of hostile) {
     test(h.name, async () => {
       const before = t.memory().tensors;
@@ -604,7 +604,7 @@ describe('strict reader refuses hostile files (RELIABILITY 10)', () => {
     assert.ok(process.memoryUsage().arrayBuffers - before < 10_000_000);
   });
 
-  test('a .pt path is refused before the file is opened (RELIABILITY 11)', async () => {
+  test('a .pt path is refused before the file is opened (docs/reliability.md R11)', async () => {
     await assert.rejects(safetensors.loadFile(join(tmp, 'does-not-exist.pt')), {
       name: 'SafetensorsError',
       code: 'PICKLE',

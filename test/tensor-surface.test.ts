@@ -1,4 +1,4 @@
-// The PyTorch tensor surface of issue 14, against test/fixtures/tensor-surface/gen.py
+// tsddp's PyTorch tensor surface, against test/fixtures/tensor-surface/gen.py
 // (run live when .venv has torch, else its committed cases.json;
 // test/helpers/live-fixture.ts): dtype names and aliases, torch.tensor's integer range
 // check, the Tensor methods and torch functions added, and printing.

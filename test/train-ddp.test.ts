@@ -1,7 +1,7 @@
 // The recipe on several real processes (Gloo over loopback), started like tsrun starts
-// workers. RELIABILITY 1: two DDP ranks match one process on the combined batch, also
+// workers. docs/reliability.md R1: two DDP ranks match one process on the combined batch, also
 // across a mid-run kill and `resume: 'auto'` (and the resumed run equals the uninterrupted
-// one bitwise). RELIABILITY 17: a world-size change is refused. RELIABILITY 13: distributed
+// one bitwise). docs/reliability.md R17: a world-size change is refused. docs/reliability.md R13: distributed
 // evaluation counts every validation sample exactly once.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -31,7 +31,7 @@ after(() => rmSync(tmp, { recursive: true, force: true }));
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 const stepRecords = (file: string) => readJsonLines(file).filter((r): r is StepRecord => r.type === 'step');
 
-// RELIABILITY 1's tolerances.
+// docs/reliability.md R1's tolerances.
 const RTOL = 1.3e-6;
 const ATOL = 5e-5;
 function assertClose(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
@@ -130,7 +130,7 @@ function meanLosses(file: string): number[] {
     .map(([, ls]) => ls.reduce((a, b) => a + b, 0) / ls.length);
 }
 
-test('2 DDP ranks = 1 process on the combined batch, also across a kill and resume auto (RELIABILITY 1)', async () => {
+test('2 DDP ranks = 1 process on the combined batch, also across a kill and resume auto (docs/reliability.md R1)', async () => {
   // Uninterrupted.
   const whole = shared('whole');
   const u = await runWorkers(tmp, { config: whole, model: 'tiny', result: join(tmp, 'whole-res') }, 2);
@@ -219,7 +219,7 @@ test('--comm-hook powerSGD: plain all-reduce for --powersgd-start-iter steps, th
   }
 });
 
-test('resuming a 2-rank checkpoint with another world size is refused, or re-sharded with --reshard (RELIABILITY 17)', async () => {
+test('resuming a 2-rank checkpoint with another world size is refused, or re-sharded with --reshard (docs/reliability.md R17)', async () => {
   const cfg = { ...shared('whole'), resume: 'auto' as const, workers: 0 };
   await assert.rejects(train(cfg, { model: MODELS.tiny, progress: false }), (e: Error) => {
     assert.equal(e.name, 'CheckpointError');

@@ -98,7 +98,7 @@ test('ResumableSampler.setEpoch(epoch, startIndex) starts the epoch part-way; Da
   assert.deepEqual([...sampler], whole.slice(6));
   assert.throws(() => sampler.setEpochFrom(2, -3), /offset should be a non-negative integer/);
 
-  // Re-sharding (RELIABILITY 17, elastic): 2 ranks consume 3 batches of 4 each (24 samples);
+  // Re-sharding (docs/reliability.md R17, elastic): 2 ranks consume 3 batches of 4 each (24 samples);
   // 3 ranks then share exactly the rest of the epoch (two padding samples, from the order’s
   // head, as DistributedSampler pads): nothing lost, nothing repeated.
   const orderOf = (replicas: number, rank: number) => {

@@ -1,4 +1,4 @@
-// Pre-flight before the first step (issue 12, part 2), each fault injected as it was
+// Pre-flight before the first step (docs/reliability.md R20–R23, R28), each fault injected as it was
 // reported: a checkpoint folder under a regular file (`--checkpoint-dir /etc/passwd/ck`
 // trained a whole epoch, then failed with ENOTDIR), a disk without room for checkpoints
 // (ENOSPC after training, without the file's name, and an empty checkpoint folder left

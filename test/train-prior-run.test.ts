@@ -1,4 +1,4 @@
-// Never lose a run (issue 12, part 1). The fault as it was reported: rerunning the same
+// Never lose a run (docs/reliability.md R18, R19). The fault as it was reported: rerunning the same
 // `tsddp train` command into the same --checkpoint-dir started again at step 0, overwrote
 // ckpt-000050, truncated the metrics rank file, and with another seed pruned the earlier
 // run's checkpoints. Now the rerun is refused before any work and nothing is touched;

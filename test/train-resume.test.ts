@@ -1,4 +1,4 @@
-// Crashes under the launcher (RELIABILITY 2 for the recipe): a worker SIGKILLed mid-run
+// Crashes under the launcher (docs/reliability.md R2 for the recipe): a worker SIGKILLed mid-run
 // with --max-restarts 1 makes tsrun restart the gang; the restarted workers resume from
 // the last checkpoint on their own, so the crash costs only the steps since that
 // checkpoint and the result equals an uninterrupted run's bitwise. Also: `tsddp train

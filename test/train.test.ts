@@ -1,6 +1,6 @@
 // The recipe in one process: it learns, its loop keeps a flat live-tensor count, its
 // metrics hold what they promise, and a run that dies and resumes from its last
-// checkpoint continues exactly as if it had never stopped (RELIABILITY 17: optimizer,
+// checkpoint continues exactly as if it had never stopped (docs/reliability.md R17: optimizer,
 // LR schedule, grad scaler, sampler epoch and step all restored).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

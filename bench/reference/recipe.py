@@ -1,4 +1,4 @@
-"""The seed's PyTorch DDP recipe as written, on CPU: the reference side of bench/recipe.ts.
+"""The classic PyTorch DDP recipe as written, on CPU: the reference side of bench/recipe.ts.
 
 Launched by torchrun (env:// rendezvous, Gloo on CPU), each rank trains a ResNet with
 

@@ -199,7 +199,7 @@ export function trainHelp(): string {
   const lines = [
     'Usage: tsddp train [--config file.json|file.yaml] [options]',
     '',
-    'The classic DDP ResNet recipe. Runs as one worker (alone, or under tsrun/torchrun), or',
+    'The classic DDP recipe (ResNets, ViTs). Runs as one worker (alone, or under tsrun/torchrun), or',
     'launches --nproc-per-node workers itself. A JSON or YAML config file takes the same options',
     '(camelCase or kebab-case keys); flags override it. Boolean options: --name, --no-name, --name=false.',
     '',

@@ -1,4 +1,4 @@
-// `tsddp train`: the classic DDP ResNet recipe as a command. As a worker (alone, or under
+// `tsddp train`: the classic DDP recipe (ResNets, ViTs) as a command. As a worker (alone, or under
 // tsrun/torchrun, which set RANK/WORLD_SIZE/...) it trains; given --nproc-per-node outside
 // a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
 // config it validated (TRAIN_CONFIG_ENV).
@@ -17,7 +17,9 @@ import { parseTrainArgs, TRAIN_CONFIG_ENV, type TrainArgs, trainHelp } from './t
 export function registerTrainCommand(program: Command): void {
   program
     .command('train')
-    .description('train a ResNet with DDP: the classic PyTorch recipe (tsddp train --help lists the options)')
+    .description(
+      'train a ResNet or a ViT with DDP: the classic PyTorch recipe (tsddp train --help lists the options)',
+    )
     .helpOption(false)
     .allowUnknownOption()
     .allowExcessArguments()

@@ -1,5 +1,5 @@
 // The DataLoader's errors: each names the worker and the samples involved, so a bad file
-// or a crashed worker is found from the message alone (RELIABILITY 15).
+// or a crashed worker is found from the message alone (docs/reliability.md R15).
 
 /** Base class of every DataLoader failure. */
 export class DataLoaderError extends Error {

@@ -1,5 +1,5 @@
 // Makes a worker die with its launcher, even when the launcher is SIGKILLed and cannot
-// clean up (RELIABILITY 4). Every worker is started with `--import <guardImportUrl()>`.
+// clean up (docs/reliability.md R4). Every worker is started with `--import <guardImportUrl()>`.
 //
 // The check runs on its own worker thread, because the worker's main thread may be stuck
 // in a synchronous native call (a blocking rendezvous, a long op) and never reach its

@@ -1,5 +1,5 @@
 // Setting a training run up on one rank (architecture §9): everything the Trainer needs,
-// built in the order the seed's recipe builds it, with the pre-flight checks in between.
+// built in the order the classic PyTorch DDP recipe builds it, with the pre-flight checks in between.
 import { GradScaler } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';

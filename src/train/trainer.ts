@@ -2,7 +2,7 @@
 // (architecture §9).
 //
 //   Trainer.create(): process group from the environment (tsrun/torchrun) -> pre-flight ->
-//     datasets and loaders (DistributedSampler) -> ResNet + SGD -> resume -> DDP
+//     datasets and loaders (DistributedSampler) -> model (ResNet or ViT) + SGD or AdamW -> resume -> DDP
 //   fit(): per epoch setEpoch, per step trainStep() (micro-batches under autocast,
 //     gradient accumulation with noSync, GradScaler for fp16, SGD, the schedule), metrics
 //     and checkpoints (rank 0 writes, all wait), evaluate() at epoch ends.

@@ -18,7 +18,7 @@ export interface BucketMeasurement {
   exposedMs: number | null;
 }
 
-/** The sizes tried, MiB: around PyTorch's 25 and the seed's 50. */
+/** The sizes tried, MiB: around PyTorch's default 25 and the 50 often tried next. */
 export const BUCKET_CANDIDATES = [5, 10, 25, 50, 100];
 /** PyTorch's default is kept unless another size is this much faster (the trial's noise). */
 const MARGIN = 1.02;

@@ -1,4 +1,4 @@
-// tsrun test worker (RELIABILITY 3): rank 1 writes 25 numbered lines to stderr and exits
+// tsrun test worker (docs/reliability.md R3): rank 1 writes 25 numbered lines to stderr and exits
 // with code 3, every attempt; rank 0 ignores SIGTERM (so the launcher must escalate to
 // SIGKILL) and waits forever with a busy worker thread, like a DataLoader's.
 import { Worker } from 'node:worker_threads';

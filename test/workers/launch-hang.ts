@@ -1,4 +1,4 @@
-// tsrun test worker (RELIABILITY 5): all-reduces in a loop with a short collective
+// tsrun test worker (docs/reliability.md R5): all-reduces in a loop with a short collective
 // timeout; on attempt 0 rank 1 stops itself (SIGSTOP) at step 3, a hung peer.
 //   args: --timeout-ms <ms> --steps <n>
 import { parseArgs } from 'node:util';

@@ -1,4 +1,4 @@
-// tsrun test worker (RELIABILITY 4): joins the process group, starts a worker thread (as a
+// tsrun test worker (docs/reliability.md R4): joins the process group, starts a worker thread (as a
 // DataLoader does), reports its pid, then holds: rank 0 with its main thread blocked in a
 // synchronous wait (as in a long native call), the others in an idle event loop.
 import { Worker } from 'node:worker_threads';

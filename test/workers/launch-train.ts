@@ -1,4 +1,4 @@
-// tsrun test worker (RELIABILITY 2): a tiny linear model trained with all-reduced
+// tsrun test worker (docs/reliability.md R2): a tiny linear model trained with all-reduced
 // gradients, checkpointed by rank 0 after every step and resumed from the checkpoint on a
 // restart. With `--kill-at k`, rank 1 SIGKILLs itself at step k of attempt 0.
 //   args: --dir <folder> --steps <n> [--kill-at <k>]

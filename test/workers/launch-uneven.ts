@@ -1,4 +1,4 @@
-// tsrun test worker (RELIABILITY 14): rank 1 has one batch fewer than rank 0; both then
+// tsrun test worker (docs/reliability.md R14): rank 1 has one batch fewer than rank 0; both then
 // meet at a final barrier. The mismatch must end in a clear timeout error, never a hang.
 //   args: --timeout-ms <ms> --batches <n>
 import { parseArgs } from 'node:util';
