@@ -17,22 +17,28 @@ module.exports = {
       },
     ),
     forbid(
+      'errors-is-the-floor',
+      'src/errors (TsddpError, the base of every tsddp error) imports nothing of tsddp: every layer may use it.',
+      { path: '^src/errors/' },
+      { path: '^src/(?!errors/)' },
+    ),
+    forbid(
       'files-is-the-floor',
-      'src/files (how tsddp creates and removes files safely) imports nothing of tsddp: every layer may use it.',
+      'src/files (how tsddp creates and removes files safely) imports nothing of tsddp but src/errors: every layer may use it.',
       { path: '^src/files/' },
-      { path: '^src/(?!files/)' },
+      { path: '^src/(?!files/|errors/)' },
     ),
     forbid(
       'core-is-the-bottom',
       'src/core (tensors, dtypes, ops, the addon) imports nothing else of tsddp but src/files.',
       { path: '^src/core/' },
-      { path: '^src/(?!core/|files/)' },
+      { path: '^src/(?!core/|files/|errors/)' },
     ),
     forbid(
       'autograd-over-core-only',
       'src/autograd builds on the tensor layer alone.',
       { path: '^src/autograd/' },
-      { path: '^src/(?!core/|autograd/|files/)' },
+      { path: '^src/(?!core/|autograd/|files/|errors/)' },
     ),
     forbid(
       'library-below-application',
@@ -44,7 +50,7 @@ module.exports = {
       'metrics-is-a-leaf',
       'src/metrics (the record schema, files, formatting) imports nothing of tsddp but src/files: train, report and dashboard share it.',
       { path: '^src/metrics/' },
-      { path: '^src/(?!metrics/|files/)' },
+      { path: '^src/(?!metrics/|files/|errors/)' },
     ),
     forbid(
       'launcher-knows-no-ui',

@@ -16,6 +16,8 @@ export * from './core/index.ts';
 export * as data from './data/index.ts';
 export * as distributed from './distributed/index.ts';
 export { DistributedDataParallel } from './distributed/index.ts';
+export { TsddpError } from './errors/index.ts';
+export { UnsafePathError } from './files/index.ts';
 export * as launch from './launch/index.ts';
 export * as models from './models/index.ts';
 export * as nn from './nn/index.ts';

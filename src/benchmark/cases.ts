@@ -1,6 +1,7 @@
 // What one measurement of the DDP benchmark is (a BenchCase), and the scenarios that
 // vary one setting of a base case: scaling over world sizes, the bucket-size sweep,
 // AMP, gradient accumulation, comm hooks and channels-last.
+import { TsddpError } from '../errors/index.ts';
 
 /** The models `tsddp bench --model` offers. */
 export const MODELS = ['resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152'] as const;
@@ -68,8 +69,9 @@ export interface PlanOptions {
   bucketCaps: number[];
 }
 
-export class BenchOptionError extends Error {
+export class BenchOptionError extends TsddpError {
   override name = 'BenchOptionError';
+  readonly code = 'BENCH_OPTION';
 }
 
 export function modelLabel(m: ModelSpec): string {

@@ -1,6 +1,8 @@
 // Typed errors for checkpoint I/O. Callers branch on `code`; messages name the file
 // and say what is wrong, so a refused checkpoint can be diagnosed from the log alone.
 
+import { TsddpError } from '../errors/index.ts';
+
 export type SafetensorsErrorCode =
   | 'HEADER_LENGTH' // the 8-byte length is over 100 MB or points past the end of the file
   | 'HEADER_ENCODING' // the header is not UTF-8
@@ -20,7 +22,7 @@ export type SafetensorsErrorCode =
   | 'INVALID_ARGUMENT'; // the writer was given something it cannot store
 
 /** A safetensors file (or buffer) that breaks the format, or tensors that cannot be written. */
-export class SafetensorsError extends Error {
+export class SafetensorsError extends TsddpError {
   override readonly name = 'SafetensorsError';
   constructor(
     readonly code: SafetensorsErrorCode,
@@ -44,7 +46,7 @@ export type CheckpointErrorCode =
   | 'WRITE'; // a file of the checkpoint could not be written (full disk, permissions): nothing was committed
 
 /** A checkpoint that was refused. Nothing has been applied to any target when this is thrown. */
-export class CheckpointError extends Error {
+export class CheckpointError extends TsddpError {
   override readonly name = 'CheckpointError';
   constructor(
     readonly code: CheckpointErrorCode,

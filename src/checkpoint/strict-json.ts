@@ -3,11 +3,14 @@
 // offsets/shapes are u64, so this parser rejects duplicates, returns integer literals as
 // bigint (exact), limits nesting depth (no stack exhaustion from `[[[[...`), and builds
 // objects as Maps (no `__proto__` surprises).
+import { TsddpError } from '../errors/index.ts';
 
 export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | JsonObject;
 export type JsonObject = Map<string, JsonValue>;
 
-export class JsonSyntaxError extends Error {
+export class JsonSyntaxError extends TsddpError {
+  override name = 'JsonSyntaxError';
+  readonly code = 'JSON_SYNTAX';
   constructor(
     message: string,
     readonly duplicateKey?: string,

@@ -3,11 +3,13 @@
 // (native/src/cuda, built when libtorch has CUDA: docs/architecture.md §3); on a machine
 // without CUDA, the queries answer as PyTorch's do (isAvailable() false, memory 0) and the
 // actions throw a CudaError.
+import { TsddpError } from '../errors/index.ts';
 import { type BuildInfo, native } from './native.ts';
 
 /** CUDA was asked for where there is none (no CUDA libtorch, no GPU, or no CUDA part in the addon). */
-export class CudaError extends Error {
+export class CudaError extends TsddpError {
   override name = 'CudaError';
+  readonly code = 'CUDA';
 }
 
 // The addon's CUDA part: present only in CUDA builds (TSDDP_CUDA).

@@ -1,6 +1,9 @@
+import { TsddpError } from '../errors/index.ts';
+
 /** An error raised by libtorch, carrying the op that raised it (e.g. `aten::add.Tensor`). */
-export class TorchError extends Error {
+export class TorchError extends TsddpError {
   override name = 'TorchError';
+  readonly code = 'TORCH';
   readonly op: string;
   /** libtorch's message without the op prefix. */
   readonly detail: string;

@@ -1,8 +1,10 @@
 // The single place that loads the native addon (native/build/Release/tsddp.node).
+
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { torchFolderVersion } from '../../scripts/lib/torch-version.mjs';
+import { TsddpError } from '../errors/index.ts';
 import { TorchError } from './errors.ts';
 import { isCompiled } from './module-url.ts';
 
@@ -202,8 +204,9 @@ const stampPath = fileURLToPath(new URL('../../.tsddp/setup.json', import.meta.u
 const setupCommand = isCompiled(import.meta.url) ? 'npx tsddp setup' : 'npm run setup';
 
 /** The build failed or was skipped, or it no longer matches the libtorch it links to. */
-export class NativeAddonError extends Error {
+export class NativeAddonError extends TsddpError {
   override name = 'NativeAddonError';
+  readonly code = 'NATIVE_ADDON';
 }
 
 /**

@@ -1,15 +1,18 @@
 // The dashboard's web server: the page (static files from public/ and uPlot's dist file)
 // and /events, a server-sent event stream. Every event is kept in a bounded history that a
 // page replays when it connects, so a page opened late shows the whole run. Loopback only.
+
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { TsddpError } from '../errors/index.ts';
 import type { DashboardEvent } from './events.ts';
 
 /** The dashboard could not start (a busy port, ...); the message names the address. */
-export class DashboardError extends Error {
+export class DashboardError extends TsddpError {
   override name = 'DashboardError';
+  readonly code = 'DASHBOARD';
 }
 
 export interface DashboardOptions {

@@ -1,14 +1,17 @@
 // The DataLoader's errors: each names the worker and the samples involved, so a bad file
 // or a crashed worker is found from the message alone (docs/reliability.md R15).
+import { TsddpError } from '../errors/index.ts';
 
 /** Base class of every DataLoader failure. */
-export class DataLoaderError extends Error {
+export class DataLoaderError extends TsddpError {
   override name = 'DataLoaderError';
+  readonly code: string = 'DATALOADER';
 }
 
 /** A dataset's get() (or collate) threw: re-raised in the main thread. */
 export class DataLoaderWorkerError extends DataLoaderError {
   override name = 'DataLoaderWorkerError';
+  override readonly code = 'DATALOADER_WORKER';
   constructor(
     /** The worker that loaded the sample (0 with numWorkers = 0: the main thread). */
     readonly workerId: number,
@@ -32,6 +35,7 @@ export class DataLoaderWorkerError extends DataLoaderError {
 /** A worker thread ended (process.exit, an uncaught error, out of memory) while it had work. */
 export class DataLoaderWorkerExitError extends DataLoaderError {
   override name = 'DataLoaderWorkerExitError';
+  override readonly code = 'DATALOADER_WORKER_EXIT';
   constructor(
     readonly workerId: number,
     readonly exitCode: number,
@@ -49,6 +53,7 @@ export class DataLoaderWorkerExitError extends DataLoaderError {
 /** No batch arrived within timeoutMs. */
 export class DataLoaderTimeoutError extends DataLoaderError {
   override name = 'DataLoaderTimeoutError';
+  override readonly code = 'DATALOADER_TIMEOUT';
   constructor(
     readonly timeoutMs: number,
     readonly workerId: number,

@@ -1,7 +1,9 @@
 // What datasets produce and workers exchange. Plain JS values only: this file (like every
 // module a data worker loads) must not import the native addon.
 // core/dtype.ts is plain data (no addon), so workers may load it: its tables are the one source.
+
 import { type DType, dtypeOfTypedArray } from '../core/dtype.ts';
+import { TsddpError } from '../errors/index.ts';
 import type { Rng } from './rng.ts';
 
 /** The typed arrays a sample field may hold (their dtype follows the array type). */
@@ -118,7 +120,8 @@ export function nd<A extends SampleArray>(data: A, shape: number[]): NdArray<A> 
 }
 
 /** An error a dataset throws about a file: the DataLoader's message names the path. */
-export class DataError extends Error {
+export class DataError extends TsddpError {
+  readonly code = 'DATA';
   constructor(
     message: string,
     readonly path?: string,

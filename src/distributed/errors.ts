@@ -1,6 +1,8 @@
+import { TsddpError } from '../errors/index.ts';
 /** A collective, rendezvous or DDP failure, naming the operation and this rank. */
-export class DistributedError extends Error {
+export class DistributedError extends TsddpError {
   override name = 'DistributedError';
+  readonly code = 'DISTRIBUTED';
   constructor(
     message: string,
     readonly op: string,

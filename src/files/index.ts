@@ -5,7 +5,7 @@
 // files, logs) are opened with O_NOFOLLOW; its own temp folders come from mkdtemp (0700);
 // and a folder it writes into must belong to this user or root and not be writable by
 // every user (unless sticky, as /tmp is), so another local user cannot swap what is
-// written there. This module is the floor of src/: it imports nothing of tsddp.
+// written there. This module is the floor of src/ with src/errors, the only one it imports.
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -23,10 +23,12 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { TsddpError } from '../errors/index.ts';
 
 /** A path tsddp will not write into (or delete), and why. */
-export class UnsafePathError extends Error {
+export class UnsafePathError extends TsddpError {
   override name = 'UnsafePathError';
+  readonly code = 'UNSAFE_PATH';
   constructor(
     readonly path: string,
     message: string,

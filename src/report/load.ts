@@ -1,7 +1,9 @@
 // Reading a metrics JSONL file (src/metrics/) for the report, with errors that say
 // which file is wrong and how. Numbers a run could not compute (a diverged loss is written
 // by JSON.stringify as null) become NaN, which the charts draw as gaps.
+
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { TsddpError } from '../errors/index.ts';
 import {
   type EvalRecord,
   type MetricRecord,
@@ -14,8 +16,9 @@ import {
 } from '../metrics/index.ts';
 
 /** The metrics file cannot be reported on: missing, empty, or not tsddp metrics. */
-export class ReportError extends Error {
+export class ReportError extends TsddpError {
   override name = 'ReportError';
+  readonly code = 'REPORT';
 
   constructor(
     readonly file: string,

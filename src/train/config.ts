@@ -3,7 +3,9 @@
 // defaults are the classic PyTorch ImageNet DDP recipe (Goyal et al. 2017; torchvision's
 // references): ResNet-50, SGD with momentum 0.9, lr 0.1 per 256 images (the linear
 // scaling rule), weight decay 1e-4, 5 warm-up epochs then a cosine schedule.
+
 import { z } from 'zod';
+import { TsddpError } from '../errors/index.ts';
 
 export const MODELS = [
   'resnet18',
@@ -327,8 +329,9 @@ export type TrainConfig = z.output<typeof TrainConfigSchema>;
 export type TrainConfigInput = z.input<typeof TrainConfigSchema>;
 
 /** An invalid configuration: the message names each bad option, its flag and the values it allows. */
-export class ConfigError extends Error {
+export class ConfigError extends TsddpError {
   override name = 'ConfigError';
+  readonly code = 'CONFIG';
   constructor(
     message: string,
     readonly problems: string[],

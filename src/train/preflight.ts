@@ -6,17 +6,20 @@
 // instead of one rank failing and the others hanging in their next collective until the
 // timeout. A rank that failed a check throws its own error; the others say which rank
 // failed and why.
+
 import { closeSync, mkdirSync, statfsSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { ITEM_SIZE } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import type { ProcessGroup } from '../distributed/index.ts';
+import { TsddpError } from '../errors/index.ts';
 import { checkSafeDir, openNew, tempPathFor } from '../files/index.ts';
 import type { TrainConfig } from './config.ts';
 
 /** A pre-flight check failed on some rank; the message names the rank and the problem. */
-export class PreflightError extends Error {
+export class PreflightError extends TsddpError {
   override name = 'PreflightError';
+  readonly code = 'PREFLIGHT';
 }
 
 const MB = 1024 * 1024;

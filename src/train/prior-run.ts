@@ -7,10 +7,12 @@
 // what tsddp wrote (metrics files it recognizes, checkpoint folders holding nothing but
 // checkpoint files), all checked before the first is deleted. A gang the launcher
 // restarted is continuing its own run and resumes without asking.
+
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { stepOfDirName } from '../checkpoint/layout.ts';
 import { foreignEntries, removeCheckpointDir } from '../checkpoint/remove.ts';
+import { TsddpError } from '../errors/index.ts';
 import {
   checkMetricsPath,
   describeKind,
@@ -29,8 +31,9 @@ export interface PriorRun {
 }
 
 /** An earlier run is where this one would write, and the options do not say what to do with it. */
-export class PriorRunError extends Error {
+export class PriorRunError extends TsddpError {
   override name = 'PriorRunError';
+  readonly code = 'PRIOR_RUN';
 }
 
 function checkpointsIn(root: string | undefined): string[] {

@@ -18,6 +18,7 @@
 // autocast is the tested AMP path, the fused optimizer is PyTorch's fused=True (its own
 // last-bit rounding, tested against PyTorch's), threads and loader workers change no
 // number, and bucket size only the grouping of the all-reduce.
+
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
@@ -25,6 +26,7 @@ import { autocast } from '../amp/index.ts';
 import { cpuFlags, cpuModel, readCpuinfo } from '../benchmark/machine.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
+import { TsddpError } from '../errors/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { OPTIMIZER_IMPLS, OPTIONS, resolveStem, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, epochBatches, prepareImages } from './data.ts';
@@ -106,8 +108,9 @@ export interface TuneResult {
 }
 
 /** Raised for a tune file that cannot be read or does not fit this run. */
-export class TuneError extends Error {
+export class TuneError extends TsddpError {
   override name = 'TuneError';
+  readonly code = 'TUNE';
 }
 
 /** Whether this machine executes bf16 natively: a CUDA device, or a CPU with AVX512-BF16 or AMX. */
