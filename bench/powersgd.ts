@@ -100,7 +100,7 @@ async function measure(c: Case): Promise<Sample> {
   };
   x.dispose();
   y.dispose();
-  ddp.destroy();
+  ddp.close();
   return out;
 }
 

@@ -248,7 +248,7 @@ for (let iter = startIter; ; iter++) {
 const digest = createHash('sha256');
 for (const p of Object.values(model.stateDict())) digest.update(p.to('cpu').toBytes());
 console.log(`parameters sha256 ${digest.digest('hex').slice(0, 16)} (rank ${rank} of ${worldSize})`);
-ddp?.destroy();
+ddp?.close();
 if (distributed) t.distributed.destroyProcessGroup();
 
 // 7. A sample from the trained model, starting from a newline (nanoGPT's sample.py).

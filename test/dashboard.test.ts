@@ -216,7 +216,7 @@ test('the tail reads complete lines, waits for partial ones, and starts over on 
   // A restart without a checkpoint: the worker removes the file and writes a new one.
   rmSync(`${metrics}.rank0`);
   writeFileSync(`${metrics}.rank0`, line(1));
-  tail.stop();
+  tail.close();
   assert.deepEqual(events.slice(3).map(tag), ['truncate:0:', 'step:0:1']);
 });
 

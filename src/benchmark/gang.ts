@@ -156,6 +156,10 @@ export class JsonLineProcess<Ready = Record<string, unknown>> {
     return this.answer<T>(JSON.stringify(req));
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** Ends it (EOF on stdin), then kills it if still running after `graceMs`. */
   async close(graceMs = 10_000): Promise<void> {
     if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
@@ -235,6 +239,10 @@ export class Gang {
       this.kill(); // a rank that failed leaves its peers blocked in a collective
       throw e;
     }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   /** Ends the workers (EOF on stdin), then kills any still running after `graceMs`. */

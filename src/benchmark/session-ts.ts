@@ -134,8 +134,12 @@ export class TsDdpSession {
     return { steps, comm, loss: this.lastLoss };
   }
 
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   close(): void {
-    this.ddp.destroy();
+    this.ddp.close();
     for (const state of this.opt.state.values()) {
       for (const v of Object.values(state)) if (v instanceof t.Tensor) v.dispose();
     }

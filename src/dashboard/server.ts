@@ -104,6 +104,10 @@ export class DashboardServer {
     if (step !== null && ++this.steps > this.maxStepRecords) this.thin();
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** Ends every event stream (after what was published) and stops serving. */
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();

@@ -37,13 +37,17 @@ export class MetricsTail {
     }));
   }
 
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   start(): this {
     this.timer ??= setInterval(() => this.poll(), this.intervalMs).unref();
     return this;
   }
 
   /** Stops polling after reading what the files hold now. */
-  stop(): void {
+  close(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     this.poll();

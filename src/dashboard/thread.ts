@@ -36,7 +36,7 @@ async function main(spec: ThreadSpec, port: NonNullable<typeof parentPort>): Pro
       return;
     }
     // The job ended: what the workers wrote last, then the end, then close.
-    tail.stop();
+    tail.close();
     server.publish(m.event);
     await server.close();
     post({ kind: 'closed' });

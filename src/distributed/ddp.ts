@@ -79,6 +79,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   private readonly params: Tensor[];
   private requireBackwardGradSync = true;
   private requireForwardParamSync = true;
+  private closed = false;
 
   constructor(module: M, opts: DDPOptions = {}) {
     super();
@@ -282,9 +283,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     };
   }
 
-  /** Frees the Reducer; the wrapped module stays usable. */
-  destroy(): void {
+  /** Frees the Reducer; the wrapped module stays usable. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
     native.ddpDestroy(this.engine);
+  }
+
+  /** `using ddp = new DistributedDataParallel(...)` closes it at the end of the block. */
+  [Symbol.dispose](): void {
+    this.close();
   }
 }
 

@@ -40,6 +40,15 @@ export class ProcessGroup {
      */
     readonly allTsddp = true,
   ) {}
+
+  /** Shuts this group down and closes its store, as destroyProcessGroup(group). Idempotent. */
+  close(): void {
+    destroyProcessGroup(this);
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
 }
 
 /** The handle of an asynchronous collective; `await` it (or its wait()) for completion. */
@@ -301,11 +310,16 @@ export function getWorldSize(g?: ProcessGroup): number {
   return group(g).size;
 }
 
+/** Groups already shut down: destroying one twice does nothing. */
+const destroyed = new WeakSet<ProcessGroup>();
+
 export function destroyProcessGroup(g?: ProcessGroup): void {
   const pg = group(g);
+  if (pg === defaultGroup) defaultGroup = null;
+  if (destroyed.has(pg)) return;
+  destroyed.add(pg);
   native.processGroupDestroy(pg.h);
   pg.store.close();
-  if (pg === defaultGroup) defaultGroup = null;
 }
 
 export interface CollectiveOptions {

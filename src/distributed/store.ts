@@ -3,6 +3,7 @@
 import { native } from '../core/native.ts';
 
 export class Store {
+  private closed = false;
   private constructor(
     readonly h: number,
     /** The port a TCPStore listens on / connects to (the bound port when 0 was asked). */
@@ -50,7 +51,14 @@ export class Store {
   check(key: string): boolean {
     return native.storeCheck(this.h, key);
   }
+  /** Disconnects from the store (a server stops serving). Idempotent. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     native.storeDestroy(this.h);
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
   }
 }

@@ -58,6 +58,10 @@ export class Heartbeat {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
 }
 
 function readRecord(file: string): HeartbeatRecord | null {

@@ -494,6 +494,10 @@ export class Trainer {
     return r;
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** Frees the loaders' workers, DDP and the process group this trainer created. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -504,7 +508,7 @@ export class Trainer {
     this.meter.dispose();
     await this.loaders.train.close();
     await this.loaders.val.close();
-    this.ddp?.destroy();
+    this.ddp?.close();
     if (this.pg.created && dist.isInitialized()) dist.destroyProcessGroup();
   }
 

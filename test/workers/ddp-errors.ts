@@ -42,11 +42,11 @@ const unused = (() => {
       opt.zeroGrad();
     });
     if (error) {
-      ddp.destroy();
+      ddp.close();
       return { step, phase, error, elapsedMs: Date.now() - start };
     }
   }
-  ddp.destroy();
+  ddp.close();
   return null;
 })();
 

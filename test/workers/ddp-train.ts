@@ -81,7 +81,7 @@ function trainVariant(v: Variant): unknown {
       gradientAsBucketView: s.raw.ints.gradient_as_bucket_view,
     };
   } finally {
-    ddp.destroy();
+    ddp.close();
   }
 }
 
@@ -125,7 +125,7 @@ if (cfg.bn) {
       trained,
       afterEval: stateValues(model, true),
     };
-    ddp.destroy();
+    ddp.close();
   }
   result.bn = out;
 }
@@ -155,7 +155,7 @@ if (cfg.noSync) {
     opt.zeroGrad();
   }
   result.noSync = { final: stateValues(model), localGrads };
-  ddp.destroy();
+  ddp.close();
 }
 
 // 4. A branch that is unused on some steps, on all ranks or only some: Branchy's extra
@@ -173,7 +173,7 @@ function trainUnused(model: Branchy | LayerDrop) {
     opt.zeroGrad();
   }
   const s = ddp.stats();
-  ddp.destroy();
+  ddp.close();
   return { final: stateValues(model), extraGradDefined, findUnused: s.raw.ints.find_unused_parameters };
 }
 if (cfg.unused) {
@@ -196,7 +196,7 @@ if (cfg.hooks) {
       g = Object.fromEntries(model.namedParameters().map(([n, p]) => [n, floats(p.grad as t.Tensor)]));
     }
     const s = ddp.stats();
-    ddp.destroy();
+    ddp.close();
     return { grads: g, commHook: s.raw.strs.comm_hook ?? null, bucketCount: s.bucketCount };
   };
   // This rank's own gradient, without communication (bounds the rounding error).
@@ -229,7 +229,7 @@ if (cfg.stats) {
   const s = ddp.stats();
   const paramBytes = model.parameters().reduce((a, p) => a + p.numel() * 4, 0);
   result.stats = { ...s, liveTensors, paramBytes, inFeatures: IN };
-  ddp.destroy();
+  ddp.close();
 }
 
 runVariants(true);

@@ -66,5 +66,5 @@ const sha = ([k, v]: [string, t.Tensor]) => [
 out.params = model.namedParameters().map(sha);
 out.buffers = model.namedBuffers().map(sha);
 console.log(JSON.stringify({ rank: r, side: 'tsddp', ...out }));
-ddp.destroy();
+ddp.close();
 d.destroyProcessGroup();
