@@ -23,6 +23,12 @@ module.exports = {
       { path: '^src/(?!errors/)' },
     ),
     forbid(
+      'env-is-the-floor',
+      'src/env (the launcher environment and the debug switch, read by one rule) imports nothing of tsddp: every layer may use it.',
+      { path: '^src/env/' },
+      { path: '^src/(?!env/)' },
+    ),
+    forbid(
       'files-is-the-floor',
       'src/files (how tsddp creates and removes files safely) imports nothing of tsddp but src/errors: every layer may use it.',
       { path: '^src/files/' },
@@ -32,13 +38,13 @@ module.exports = {
       'core-is-the-bottom',
       'src/core (tensors, dtypes, ops, the addon) imports nothing else of tsddp but src/files.',
       { path: '^src/core/' },
-      { path: '^src/(?!core/|files/|errors/)' },
+      { path: '^src/(?!core/|files/|errors/|env/)' },
     ),
     forbid(
       'autograd-over-core-only',
       'src/autograd builds on the tensor layer alone.',
       { path: '^src/autograd/' },
-      { path: '^src/(?!core/|autograd/|files/|errors/)' },
+      { path: '^src/(?!core/|autograd/|files/|errors/|env/)' },
     ),
     forbid(
       'library-below-application',
@@ -50,7 +56,7 @@ module.exports = {
       'metrics-is-a-leaf',
       'src/metrics (the record schema, files, formatting) imports nothing of tsddp but src/files: train, report and dashboard share it.',
       { path: '^src/metrics/' },
-      { path: '^src/(?!metrics/|files/|errors/)' },
+      { path: '^src/(?!metrics/|files/|errors/|env/)' },
     ),
     forbid(
       'launcher-knows-no-ui',

@@ -1,6 +1,7 @@
 // The structural view checkpointing has of models, optimizers, schedulers and scalers:
 // anything with stateDict()/loadStateDict() like PyTorch's objects. Kept structural so
 // this folder depends on no concrete nn/optim/amp class.
+import { envInt } from '../env/index.ts';
 
 export interface Stateful {
   stateDict(): unknown;
@@ -16,9 +17,5 @@ export interface EpochSetter {
 
 /** WORLD_SIZE from the environment (set by the launcher), or 1. */
 export function envWorldSize(): number {
-  const raw = process.env.WORLD_SIZE;
-  if (raw === undefined || raw === '') return 1;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new TypeError(`WORLD_SIZE=${raw} is not a positive integer`);
-  return n;
+  return envInt('WORLD_SIZE', { fallback: 1, min: 1 });
 }

@@ -5,6 +5,7 @@
 // per GPU over NCCL (src/benchmark/worker.ts, bench/reference/ddp.py).
 import type { Command } from 'commander';
 import { DEFAULTS, parseBenchOptions, type RawBenchOptions } from '../benchmark/options.ts';
+import { debugEnabled } from '../env/index.ts';
 
 export function registerBenchCommand(program: Command): void {
   program
@@ -66,7 +67,7 @@ export async function benchCommand(raw: RawBenchOptions): Promise<number> {
   } catch (e) {
     const err = e as Error;
     process.stderr.write(`tsddp bench: ${err.name}: ${err.message}\n`);
-    if (process.env.TSDDP_DEBUG) process.stderr.write(`${err.stack}\n`);
+    if (debugEnabled()) process.stderr.write(`${err.stack}\n`);
     return 1;
   }
 }

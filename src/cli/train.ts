@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { siblingModule } from '../core/module-url.ts';
+import { debugEnabled } from '../env/index.ts';
 // Only the light parts of the recipe are imported up front (argument parsing, help):
 // libtorch loads when training or launching starts, so `tsddp --help` stays quick.
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
@@ -175,7 +176,7 @@ async function runTrain(config: TrainConfig): Promise<number> {
   } catch (e) {
     const err = e as Error;
     process.stderr.write(`tsddp train${rankLabel()}: ${err.name ?? 'Error'}: ${err.message}\n`);
-    if (process.env.TSDDP_DEBUG) process.stderr.write(`${err.stack}\n`);
+    if (debugEnabled()) process.stderr.write(`${err.stack}\n`);
     return 1;
   }
 }

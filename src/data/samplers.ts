@@ -2,6 +2,7 @@
 // and torch.utils.data.distributed). Random orders come from libtorch's own randperm and
 // generators, so with the same seeds they are index-for-index PyTorch's orders.
 import * as t from '../core/index.ts';
+import { envInt } from '../env/index.ts';
 
 /** Anything with a length, like a Dataset (PyTorch's `Sized`). */
 export interface Sized {
@@ -274,12 +275,9 @@ export interface DistributedSamplerOptions {
   dropLast?: boolean;
 }
 
-function envInt(name: string, what: string): number {
-  const v = process.env[name];
-  if (v === undefined || !/^\d+$/.test(v)) {
-    throw new TypeError(`DistributedSampler: pass ${what} (or set ${name}, as the launcher does)`);
-  }
-  return Number(v);
+/** RANK / WORLD_SIZE as the launcher sets them (src/env), for an option not given. */
+function fromLauncher(name: string, what: string): number {
+  return envInt(name, { missing: `DistributedSampler: pass ${what} (or set ${name}, as the launcher does)` });
 }
 
 /**
@@ -307,8 +305,8 @@ export class DistributedSampler implements Sampler {
     private readonly dataset: Sized,
     opts: DistributedSamplerOptions = {},
   ) {
-    this.numReplicas = opts.numReplicas ?? envInt('WORLD_SIZE', 'numReplicas');
-    this.rank = opts.rank ?? envInt('RANK', 'rank');
+    this.numReplicas = opts.numReplicas ?? fromLauncher('WORLD_SIZE', 'numReplicas');
+    this.rank = opts.rank ?? fromLauncher('RANK', 'rank');
     checkPositiveInt('DistributedSampler: numReplicas', this.numReplicas);
     if (!Number.isInteger(this.rank) || this.rank < 0 || this.rank >= this.numReplicas) {
       throw new RangeError(
@@ -391,8 +389,8 @@ export class DistributedEvalSampler implements Sampler {
     private readonly dataset: Sized,
     opts: { numReplicas?: number; rank?: number } = {},
   ) {
-    this.numReplicas = opts.numReplicas ?? envInt('WORLD_SIZE', 'numReplicas');
-    this.rank = opts.rank ?? envInt('RANK', 'rank');
+    this.numReplicas = opts.numReplicas ?? fromLauncher('WORLD_SIZE', 'numReplicas');
+    this.rank = opts.rank ?? fromLauncher('RANK', 'rank');
     checkPositiveInt('DistributedEvalSampler: numReplicas', this.numReplicas);
     if (!Number.isInteger(this.rank) || this.rank < 0 || this.rank >= this.numReplicas) {
       throw new RangeError(

@@ -1,4 +1,6 @@
-// The worker environment that torchrun (and tsrun) sets, parsed and validated.
+// The worker environment that torchrun (and tsrun) sets, parsed and validated by src/env's
+// one rule.
+import { envInt } from '../env/index.ts';
 
 export interface DistEnv {
   rank: number;
@@ -18,15 +20,11 @@ export interface DistEnv {
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback?: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') {
-    if (fallback !== undefined) return fallback;
-    throw new TypeError(`env:// rendezvous needs the environment variable ${name} (set by tsrun/torchrun)`);
-  }
-  const v = Number(raw);
-  if (!Number.isInteger(v) || v < 0)
-    throw new TypeError(`environment variable ${name}='${raw}' is not a non-negative integer`);
-  return v;
+  return envInt(name, {
+    env,
+    fallback,
+    missing: `env:// rendezvous needs the environment variable ${name} (set by tsrun/torchrun)`,
+  });
 }
 
 export function readDistEnv(env: NodeJS.ProcessEnv = process.env): DistEnv {
