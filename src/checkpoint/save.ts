@@ -87,6 +87,16 @@ function modelTensors(model: Stateful): { tensors: Record<string, t.Tensor>; tie
   return { tensors, tied };
 }
 
+/** Everything a checkpoint holds, gathered from the live state before any I/O. */
+interface GatheredState {
+  /** The model's tensors, tied weights once. */
+  model: Record<string, t.Tensor>;
+  optimizerTensors: Map<string, t.Tensor>;
+  /** Tensors of the scheduler, scaler and `extra` state. */
+  otherTensors: Map<string, t.Tensor>;
+  record: TrainerRecord;
+}
+
 /** Writes a checkpoint to `root`/ckpt-<step>/ and returns where. Await it before changing the state. */
 export async function saveCheckpoint(
   root: string,
@@ -102,35 +112,7 @@ export async function saveCheckpoint(
   // Views a stateDict() creates are freed when this settles; the state itself is not ours.
   return t.tidyAsync(async () => {
     // Gather everything up front, so a state that cannot be saved fails before any I/O.
-    const { tensors: model, tied } = modelTensors(state.model);
-    const optimizerTensors = new Map<string, t.Tensor>();
-    const otherTensors = new Map<string, t.Tensor>();
-    const parts: TrainerRecord['parts'] = {};
-    for (const part of PARTS) {
-      const obj = state[part];
-      if (obj === undefined) continue;
-      parts[part] =
-        part === 'optimizer'
-          ? encodeState(obj.stateDict(), '', optimizerTensors)
-          : encodeState(obj.stateDict(), `${part}.`, otherTensors);
-    }
-    const extra = encodeState(state.extra ?? null, 'extra.', otherTensors);
-    const rng =
-      state.rng === false
-        ? null
-        : { cpu: Buffer.from(t.defaultGenerator().getState().toBytes()).toString('base64') };
-    const record: TrainerRecord = {
-      format: TRAINER_FORMAT,
-      version: 1,
-      epoch,
-      step,
-      samplerEpoch,
-      worldSize,
-      rng,
-      parts,
-      extra,
-      ...(Object.keys(tied).length > 0 ? { tied } : {}),
-    };
+    const gathered = gatherState(state, { epoch, step, samplerEpoch, worldSize });
 
     await mkdir(root, { recursive: true });
     checkSafeDir(root, 'the checkpoint folder');
@@ -145,50 +127,10 @@ export async function saveCheckpoint(
     );
     let manifest: Manifest;
     try {
-      await mkdir(dir, { recursive: true });
-      await fsyncDir(root);
-      // Re-saving a step: un-commit first, so no instant exists where the old manifest
-      // vouches for half-replaced files. Then drop files this save will not rewrite.
-      await rm(join(dir, MANIFEST_FILE), { force: true });
-      for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE]) await rm(join(dir, stale), { force: true });
-      await fsyncDir(dir);
-
-      const files: Record<string, WrittenFile> = {};
+      await prepareDir(root, dir);
       const p = opts.onProgress;
-      files[MODEL_FILE] = await saveFile(model, join(dir, MODEL_FILE), {
-        metadata: { format: 'pt' },
-        onProgress: p,
-      });
-      if (parts.optimizer !== undefined) {
-        files[OPTIMIZER_FILE] = await saveFile(
-          Object.fromEntries(optimizerTensors),
-          join(dir, OPTIMIZER_FILE),
-          {
-            onProgress: p,
-          },
-        );
-      }
-      if (otherTensors.size > 0) {
-        files[TRAINER_TENSORS_FILE] = await saveFile(
-          Object.fromEntries(otherTensors),
-          join(dir, TRAINER_TENSORS_FILE),
-          {
-            onProgress: p,
-          },
-        );
-      }
-      const json = new TextEncoder().encode(`${JSON.stringify(record, null, 1)}\n`);
-      files[TRAINER_FILE] = await writeFileAtomic(join(dir, TRAINER_FILE), [json], p);
-
-      manifest = {
-        format: CHECKPOINT_FORMAT,
-        version: CHECKPOINT_VERSION,
-        step,
-        epoch,
-        createdAt: new Date().toISOString(),
-        files,
-      };
-      await writeManifest(dir, manifest, p);
+      const files = await writeFiles(dir, gathered, p);
+      manifest = await commit(dir, step, epoch, files, p);
     } catch (e) {
       if (!existed) await rm(dir, { recursive: true, force: true }).catch(() => {});
       throw e;
@@ -196,6 +138,107 @@ export async function saveCheckpoint(
     const removed = await prune(root, step, keepLast);
     return { dir, manifest, removed };
   });
+}
+
+/** Encodes the model, each part, `extra` and the RNG state into tensors and the trainer record. */
+function gatherState(
+  state: CheckpointState,
+  counts: Pick<TrainerRecord, 'epoch' | 'step' | 'samplerEpoch' | 'worldSize'>,
+): GatheredState {
+  const { tensors: model, tied } = modelTensors(state.model);
+  const optimizerTensors = new Map<string, t.Tensor>();
+  const otherTensors = new Map<string, t.Tensor>();
+  const parts: TrainerRecord['parts'] = {};
+  for (const part of PARTS) {
+    const obj = state[part];
+    if (obj === undefined) continue;
+    parts[part] =
+      part === 'optimizer'
+        ? encodeState(obj.stateDict(), '', optimizerTensors)
+        : encodeState(obj.stateDict(), `${part}.`, otherTensors);
+  }
+  const extra = encodeState(state.extra ?? null, 'extra.', otherTensors);
+  const rng =
+    state.rng === false
+      ? null
+      : { cpu: Buffer.from(t.defaultGenerator().getState().toBytes()).toString('base64') };
+  const { epoch, step, samplerEpoch, worldSize } = counts;
+  const record: TrainerRecord = {
+    format: TRAINER_FORMAT,
+    version: 1,
+    epoch,
+    step,
+    samplerEpoch,
+    worldSize,
+    rng,
+    parts,
+    extra,
+    ...(Object.keys(tied).length > 0 ? { tied } : {}),
+  };
+  return { model, optimizerTensors, otherTensors, record };
+}
+
+/**
+ * Creates the checkpoint directory (made durable in `root`) or, re-saving a step,
+ * un-commits it: the manifest goes first, so no instant exists where the old manifest
+ * vouches for half-replaced files; then the files this save will not rewrite.
+ */
+async function prepareDir(root: string, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await fsyncDir(root);
+  await rm(join(dir, MANIFEST_FILE), { force: true });
+  for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE]) await rm(join(dir, stale), { force: true });
+  await fsyncDir(dir);
+}
+
+/** Writes the tensor files and trainer.json, each to a temp name, fsynced and renamed. */
+async function writeFiles(
+  dir: string,
+  { model, optimizerTensors, otherTensors, record }: GatheredState,
+  p: ProgressHook | undefined,
+): Promise<Record<string, WrittenFile>> {
+  const files: Record<string, WrittenFile> = {};
+  files[MODEL_FILE] = await saveFile(model, join(dir, MODEL_FILE), {
+    metadata: { format: 'pt' },
+    onProgress: p,
+  });
+  if (record.parts.optimizer !== undefined) {
+    files[OPTIMIZER_FILE] = await saveFile(Object.fromEntries(optimizerTensors), join(dir, OPTIMIZER_FILE), {
+      onProgress: p,
+    });
+  }
+  if (otherTensors.size > 0) {
+    files[TRAINER_TENSORS_FILE] = await saveFile(
+      Object.fromEntries(otherTensors),
+      join(dir, TRAINER_TENSORS_FILE),
+      {
+        onProgress: p,
+      },
+    );
+  }
+  const json = new TextEncoder().encode(`${JSON.stringify(record, null, 1)}\n`);
+  files[TRAINER_FILE] = await writeFileAtomic(join(dir, TRAINER_FILE), [json], p);
+  return files;
+}
+
+/** Commits the checkpoint: writes the manifest (every file's size and sha256) last. */
+async function commit(
+  dir: string,
+  step: number,
+  epoch: number,
+  files: Record<string, WrittenFile>,
+  p: ProgressHook | undefined,
+): Promise<Manifest> {
+  const manifest: Manifest = {
+    format: CHECKPOINT_FORMAT,
+    version: CHECKPOINT_VERSION,
+    step,
+    epoch,
+    createdAt: new Date().toISOString(),
+    files,
+  };
+  await writeManifest(dir, manifest, p);
+  return manifest;
 }
 
 /**

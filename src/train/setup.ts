@@ -99,13 +99,7 @@ async function setupParts(
   const pg = await joinProcessGroup(c);
   let loaders: Loaders | null = null;
   try {
-    const useCuda = t.cuda.isAvailable();
-    const on: Placement = {
-      device: useCuda ? `cuda:${pg.localRank}` : 'cpu',
-      deviceType: useCuda ? 'cuda' : 'cpu',
-      ampDtype: c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null,
-    };
-    if (useCuda) t.backends.cudnn.benchmark = c.cudnnBenchmark;
+    const on = placementOf(c, pg);
     const lr = resolveLr(c, pg.worldSize);
     // Everything that can fail before the first step, checked on every rank and compared
     // across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
@@ -131,37 +125,17 @@ async function setupParts(
     beat('choosing the checkpoint to resume', true);
     const resumeDir = await findResume(c, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
+    const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
     const resume =
       resumeDir === null
         ? null
         : {
             dir: resumeDir,
-            ...(await loadResume(
-              resumeDir,
-              { model, optimizer, scheduler, scaler: scaler ?? undefined },
-              c,
-              pg.worldSize,
-              dataIdentity(setup.train),
-            )),
+            ...(await loadResume(resumeDir, targets, c, pg.worldSize, dataIdentity(setup.train))),
           };
     beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
-    const ddp =
-      pg.group === null
-        ? null
-        : new dist.DistributedDataParallel(model, {
-            deviceIds: on.deviceType === 'cuda' ? [pg.localRank] : undefined,
-            bucketCapMb: c.bucketCapMb,
-            gradientAsBucketView: c.gradientAsBucketView,
-            staticGraph: c.staticGraph,
-            findUnusedParameters: c.findUnusedParameters,
-            commHook: c.commHook === 'none' ? undefined : c.commHook,
-            powerSGD:
-              c.commHook === 'powerSGD'
-                ? { matrixApproximationRank: c.powersgdRank, startPowerSGDIter: c.powersgdStartIter }
-                : undefined,
-            processGroup: pg.group,
-          });
-    const parts: RunParts = {
+    const ddp = pg.group === null ? null : wrapDdp(model, c, on, pg);
+    return {
       config: c,
       hooks,
       pg,
@@ -177,13 +151,45 @@ async function setupParts(
       heartbeat,
       started,
     };
-    return parts;
   } catch (e) {
     await loaders?.train.close();
     await loaders?.val.close();
     if (pg.created && dist.isInitialized()) dist.destroyProcessGroup();
     throw e;
   }
+}
+
+/** Where this rank's math runs: its GPU (LOCAL_RANK's) where CUDA is, else the CPU; the autocast dtype. */
+function placementOf(c: TrainConfig, pg: RunPlacement): Placement {
+  const useCuda = t.cuda.isAvailable();
+  if (useCuda) t.backends.cudnn.benchmark = c.cudnnBenchmark;
+  return {
+    device: useCuda ? `cuda:${pg.localRank}` : 'cpu',
+    deviceType: useCuda ? 'cuda' : 'cpu',
+    ampDtype: c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null,
+  };
+}
+
+/** DistributedDataParallel over the run's group with the config's buckets, graph options and comm hook. */
+function wrapDdp(
+  model: Module,
+  c: TrainConfig,
+  on: Placement,
+  pg: RunPlacement,
+): dist.DistributedDataParallel {
+  return new dist.DistributedDataParallel(model, {
+    deviceIds: on.deviceType === 'cuda' ? [pg.localRank] : undefined,
+    bucketCapMb: c.bucketCapMb,
+    gradientAsBucketView: c.gradientAsBucketView,
+    staticGraph: c.staticGraph,
+    findUnusedParameters: c.findUnusedParameters,
+    commHook: c.commHook === 'none' ? undefined : c.commHook,
+    powerSGD:
+      c.commHook === 'powerSGD'
+        ? { matrixApproximationRank: c.powersgdRank, startPowerSGDIter: c.powersgdStartIter }
+        : undefined,
+    processGroup: pg.group ?? undefined,
+  });
 }
 
 /** The config's ResNet (or the hook's model), seeded the same on every rank, on the device. */

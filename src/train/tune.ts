@@ -29,7 +29,7 @@ import type * as data from '../data/index.ts';
 import { TsddpError } from '../errors/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { OPTIMIZER_IMPLS, OPTIONS, resolveStem, type TrainConfig } from './config.ts';
-import { buildDatasets, buildLoaders, epochBatches, prepareImages } from './data.ts';
+import { buildDatasets, buildLoaders, type DataSetup, epochBatches, prepareImages } from './data.ts';
 import { buildModel, buildOptimizer, type Placement } from './setup.ts';
 import { type BucketMeasurement, bucketTrial, bucketTrialUnsupported, chooseBucket } from './tune-buckets.ts';
 import { chooseWorkers, type LoaderMeasurement, timeLoader, workerCandidates } from './tune-loader.ts';
@@ -210,175 +210,238 @@ export interface TuneOptions {
 
 /** Measures every candidate on this machine with the run's model and a batch of its data. */
 export async function tune(c: TrainConfig, opts: TuneOptions = {}): Promise<TuneResult> {
-  const steps = opts.steps ?? 3;
-  const rounds = opts.rounds ?? 2;
-  const ranks = opts.ranks ?? 1;
-  const given = new Set(opts.given ?? []);
-  const log = opts.log ?? (() => {});
-  const useCuda = t.cuda.isAvailable();
-  const on: Placement = {
-    device: useCuda ? 'cuda:0' : 'cpu',
-    deviceType: useCuda ? 'cuda' : 'cpu',
-    ampDtype: null,
-  };
-  const bf16 = nativeBf16(on.deviceType);
-  const candidates: TuneCandidate[] = [];
-  for (const amp of bf16.yes ? (['off', 'bf16'] as const) : (['off'] as const))
-    for (const channelsLast of [false, true]) candidates.push({ channelsLast, amp });
-
-  // One real batch of the run's data, through the run's own loader (no worker threads).
-  const setup = await buildDatasets(c);
-  const loaders = buildLoaders({ ...c, workers: 0, persistentWorkers: false }, setup, 0, 1);
-  let batch: data.Batch;
+  const tuner = await Tuner.start(c, opts);
   try {
-    const first = await epochBatches(loaders, 0, { batch: 0 }).next();
-    if (first.done) throw new TuneError('the training set has no full batch to tune on');
-    batch = first.value;
+    tuner.formats();
+    if (c.optimizerImpl === 'auto') tuner.optimizer(); // else the run names one
+    tuner.threads();
   } finally {
-    await loaders.train.close();
-    await loaders.val.close();
+    tuner.freeBatch();
   }
-  const images = batch.image.keep();
-  const y = batch.label.to(on.device).keep();
-  const n = images.shape[0];
-  const time = (cfg: TrainConfig, cand: TuneCandidate) => measure(cfg, cand, setup, on, images, y, steps);
+  await tuner.workers();
+  await tuner.buckets();
+  return tuner.result();
+}
+
+/**
+ * One tuning run, step by step (each the fastest of its candidates, timed in alternating
+ * rounds): memory format and autocast dtype, the optimizer implementation, threads, loader
+ * workers, DDP bucket size. `choice` and `stepMs` carry each step's winner to the next.
+ */
+class Tuner {
+  readonly choice: TuneChoice;
+  readonly notes: string[] = [];
+  private measured: TuneMeasurement[] = [];
+  private readonly optimizers: OptimizerMeasurement[] = [];
+  private readonly threadsMeasured: ThreadsMeasurement[] = [];
+  private loadersMeasured: LoaderMeasurement[] = [];
+  private bucketsMeasured: BucketMeasurement[] = [];
+  /** The median ms of a training step with the choice so far. */
+  private stepMs = Number.NaN;
+  private readonly rounds: number;
+  private readonly ranks: number;
+  private readonly given: Set<string>;
+  private readonly log: (line: string) => void;
+
+  private constructor(
+    private readonly c: TrainConfig,
+    private readonly opts: TuneOptions,
+    private readonly setup: DataSetup,
+    private readonly on: Placement,
+    private readonly bf16: { yes: boolean; why: string },
+    /** One batch of the run's data: its images (uint8) and labels (on the device). */
+    private readonly images: t.Tensor,
+    private readonly y: t.Tensor,
+  ) {
+    this.choice = { channelsLast: false, amp: 'off', optimizerImpl: c.optimizerImpl };
+    this.rounds = opts.rounds ?? 2;
+    this.ranks = opts.ranks ?? 1;
+    this.given = new Set(opts.given ?? []);
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** The device, and one real batch of the run's data through its own loader (no worker threads). */
+  static async start(c: TrainConfig, opts: TuneOptions): Promise<Tuner> {
+    const useCuda = t.cuda.isAvailable();
+    const on: Placement = {
+      device: useCuda ? 'cuda:0' : 'cpu',
+      deviceType: useCuda ? 'cuda' : 'cpu',
+      ampDtype: null,
+    };
+    const setup = await buildDatasets(c);
+    const loaders = buildLoaders({ ...c, workers: 0, persistentWorkers: false }, setup, 0, 1);
+    let batch: data.Batch;
+    try {
+      const first = await epochBatches(loaders, 0, { batch: 0 }).next();
+      if (first.done) throw new TuneError('the training set has no full batch to tune on');
+      batch = first.value;
+    } finally {
+      await loaders.train.close();
+      await loaders.val.close();
+    }
+    const images = batch.image.keep();
+    const y = batch.label.to(on.device).keep();
+    return new Tuner(c, opts, setup, on, nativeBf16(on.deviceType), images, y);
+  }
+
+  freeBatch(): void {
+    this.images.dispose();
+    this.y.dispose();
+  }
+
+  /** Images per step. */
+  private get n(): number {
+    return this.images.shape[0];
+  }
+
+  /** ms of each timed step of `cand` with config `cfg`. */
+  private time(cfg: TrainConfig, cand: TuneCandidate): number[] {
+    return measure(cfg, cand, this.setup, this.on, this.images, this.y, this.opts.steps ?? 3);
+  }
+
+  /** The run's config with the choice so far. */
+  private tuned(): TrainConfig {
+    return { ...this.c, channelsLast: this.choice.channelsLast, optimizerImpl: this.choice.optimizerImpl };
+  }
+
   /** Rounds over `options`, each timed by `run`; the median ms of each. */
-  const alternate = <K>(options: K[], run: (k: K) => number[], label: (k: K) => string): number[] => {
+  private alternate<K>(options: K[], run: (k: K) => number[], label: (k: K) => string): number[] {
     const times = options.map(() => [] as number[]);
-    for (let r = 0; r < rounds; r++)
+    for (let r = 0; r < this.rounds; r++)
       options.forEach((k, i) => {
         const ms = run(k);
         times[i].push(...ms);
-        log(`round ${r + 1}/${rounds}: ${label(k)}: ${median(ms).toFixed(1)} ms/step`);
+        this.log(`round ${r + 1}/${this.rounds}: ${label(k)}: ${median(ms).toFixed(1)} ms/step`);
       });
     return times.map(median);
-  };
-  const notes: string[] = [];
-  const choice: TuneChoice = { channelsLast: false, amp: 'off', optimizerImpl: c.optimizerImpl };
-  let measured: TuneMeasurement[];
-  const optimizers: OptimizerMeasurement[] = [];
-  const threads: ThreadsMeasurement[] = [];
-  let stepMs: number;
-  try {
-    // 1. Memory format and autocast dtype.
-    const candMs = alternate(candidates, (k) => time({ ...c, channelsLast: k.channelsLast }, k), describe);
-    measured = candidates.map((k, i) => ({
+  }
+
+  /** 1. Memory format and autocast dtype (bf16 only where the hardware has it). */
+  formats(): void {
+    const candidates: TuneCandidate[] = [];
+    for (const amp of this.bf16.yes ? (['off', 'bf16'] as const) : (['off'] as const))
+      for (const channelsLast of [false, true]) candidates.push({ channelsLast, amp });
+    const ms = this.alternate(
+      candidates,
+      (k) => this.time({ ...this.c, channelsLast: k.channelsLast }, k),
+      describe,
+    );
+    this.measured = candidates.map((k, i) => ({
       ...k,
-      msPerStep: round(candMs[i]),
-      imgPerS: round((1000 * n) / candMs[i]),
+      msPerStep: round(ms[i]),
+      imgPerS: round((1000 * this.n) / ms[i]),
     }));
-    const best = measured.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
-    choice.channelsLast = best.channelsLast;
-    choice.amp = best.amp;
-    stepMs = best.msPerStep;
-    const tuned = (): TrainConfig => ({
-      ...c,
-      channelsLast: choice.channelsLast,
-      optimizerImpl: choice.optimizerImpl,
-    });
+    const best = this.measured.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+    this.choice.channelsLast = best.channelsLast;
+    this.choice.amp = best.amp;
+    this.stepMs = best.msPerStep;
+  }
 
-    // 2. The optimizer on the winner, unless the run names one.
-    if (c.optimizerImpl === 'auto') {
-      const impls: TunedOptimizerImpl[] = ['foreach', 'fused'];
-      const implMs = alternate(
-        impls,
-        (impl) => time({ ...tuned(), optimizerImpl: impl }, choice),
-        (impl) => `${describe(choice)}, ${impl} ${c.optimizer}`,
-      );
-      optimizers.push(
-        ...impls.map((impl, i) => ({
-          optimizerImpl: impl,
-          msPerStep: round(implMs[i]),
-          imgPerS: round((1000 * n) / implMs[i]),
-        })),
-      );
-      const fastest = optimizers.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
-      choice.optimizerImpl = fastest.optimizerImpl;
-      stepMs = fastest.msPerStep;
-    }
+  /** 2. The optimizer implementation on the winner: multi-tensor or fused. */
+  optimizer(): void {
+    const impls: TunedOptimizerImpl[] = ['foreach', 'fused'];
+    const ms = this.alternate(
+      impls,
+      (impl) => this.time({ ...this.tuned(), optimizerImpl: impl }, this.choice),
+      (impl) => `${describe(this.choice)}, ${impl} ${this.c.optimizer}`,
+    );
+    this.optimizers.push(
+      ...impls.map((impl, i) => ({
+        optimizerImpl: impl,
+        msPerStep: round(ms[i]),
+        imgPerS: round((1000 * this.n) / ms[i]),
+      })),
+    );
+    const fastest = this.optimizers.reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+    this.choice.optimizerImpl = fastest.optimizerImpl;
+    this.stepMs = fastest.msPerStep;
+  }
 
-    // 3. Threads: the rank's share, or half of it when that is at least 2% faster.
+  /** 3. Threads: the rank's share, or half of it when that is at least 2% faster. */
+  threads(): void {
     const share = t.getNumThreads();
-    if (opts.threadsGiven) notes.push(`threads: ${share}, as OMP_NUM_THREADS sets (not tuned)`);
-    else if (share === 1) notes.push("threads: 1, the rank's share of the cores (nothing to tune)");
-    else {
-      const counts = [share, Math.max(1, Math.floor(share / 2))];
-      const threadMs = alternate(
-        counts,
-        (k) => {
-          t.setNumThreads(k);
-          try {
-            return time(tuned(), choice);
-          } finally {
-            t.setNumThreads(share);
-          }
-        },
-        (k) => `${describe(choice)}, ${k} thread(s)`,
-      );
-      threads.push(...counts.map((k, i) => ({ threads: k, msPerStep: round(threadMs[i]) })));
-      choice.threads = threadMs[1] * 1.02 < threadMs[0] ? counts[1] : share;
-      stepMs = threadMs[choice.threads === share ? 0 : 1];
-      notes.push(`threads: ${choice.threads} per rank (fewer only when at least 2% faster)`);
-    }
-  } finally {
-    images.dispose();
-    y.dispose();
+    if (this.opts.threadsGiven)
+      return void this.notes.push(`threads: ${share}, as OMP_NUM_THREADS sets (not tuned)`);
+    if (share === 1)
+      return void this.notes.push("threads: 1, the rank's share of the cores (nothing to tune)");
+    const counts = [share, Math.max(1, Math.floor(share / 2))];
+    const ms = this.alternate(
+      counts,
+      (k) => {
+        t.setNumThreads(k);
+        try {
+          return this.time(this.tuned(), this.choice);
+        } finally {
+          t.setNumThreads(share);
+        }
+      },
+      (k) => `${describe(this.choice)}, ${k} thread(s)`,
+    );
+    this.threadsMeasured.push(...counts.map((k, i) => ({ threads: k, msPerStep: round(ms[i]) })));
+    this.choice.threads = ms[1] * 1.02 < ms[0] ? counts[1] : share;
+    this.stepMs = ms[this.choice.threads === share ? 0 : 1];
+    this.notes.push(`threads: ${this.choice.threads} per rank (fewer only when at least 2% faster)`);
   }
 
-  // 4. DataLoader workers, from the loader's time per batch against the step.
-  const loadersMeasured: LoaderMeasurement[] = [];
-  if (given.has('workers')) notes.push(`workers: ${c.workers}, as given (not tuned)`);
-  else {
+  /** 4. DataLoader workers, from the loader's time per batch against the step. */
+  async workers(): Promise<void> {
+    if (this.given.has('workers'))
+      return void this.notes.push(`workers: ${this.c.workers}, as given (not tuned)`);
     for (const workers of workerCandidates())
-      loadersMeasured.push(await timeLoader(c, setup, ranks, workers, 8));
-    const w = chooseWorkers(loadersMeasured, stepMs);
-    choice.workers = w.workers;
-    notes.push(`workers: ${w.workers} (${w.why})`);
-    for (const m of loadersMeasured) m.msPerBatch = round(m.msPerBatch);
+      this.loadersMeasured.push(await timeLoader(this.c, this.setup, this.ranks, workers, 8));
+    const w = chooseWorkers(this.loadersMeasured, this.stepMs);
+    this.choice.workers = w.workers;
+    this.notes.push(`workers: ${w.workers} (${w.why})`);
+    for (const m of this.loadersMeasured) m.msPerBatch = round(m.msPerBatch);
   }
 
-  // 5. DDP bucket size, on as many processes as the run has ranks here.
-  let buckets: BucketMeasurement[] = [];
-  const unsupported = bucketTrialUnsupported(c);
-  if (ranks === 1) notes.push('bucket size: one rank, no gradient all-reduce (not tuned)');
-  else if (given.has('bucketCapMb')) notes.push(`bucket size: ${c.bucketCapMb} MiB, as given (not tuned)`);
-  else if (unsupported !== null) notes.push(`bucket size: ${c.bucketCapMb} MiB (not tuned: ${unsupported})`);
-  else {
-    buckets = await bucketTrial(c, {
-      world: ranks,
-      threads: choice.threads ?? t.getNumThreads(),
-      channelsLast: choice.channelsLast,
-      amp: choice.amp,
-      numClasses: setup.numClasses,
-      rounds,
-      log,
+  /** 5. DDP bucket size, on as many processes as the run has ranks here. */
+  async buckets(): Promise<void> {
+    const c = this.c;
+    const unsupported = bucketTrialUnsupported(c);
+    if (this.ranks === 1)
+      return void this.notes.push('bucket size: one rank, no gradient all-reduce (not tuned)');
+    if (this.given.has('bucketCapMb'))
+      return void this.notes.push(`bucket size: ${c.bucketCapMb} MiB, as given (not tuned)`);
+    if (unsupported !== null)
+      return void this.notes.push(`bucket size: ${c.bucketCapMb} MiB (not tuned: ${unsupported})`);
+    this.bucketsMeasured = await bucketTrial(c, {
+      world: this.ranks,
+      threads: this.choice.threads ?? t.getNumThreads(),
+      channelsLast: this.choice.channelsLast,
+      amp: this.choice.amp,
+      numClasses: this.setup.numClasses,
+      rounds: this.rounds,
+      log: this.log,
     });
-    choice.bucketCapMb = chooseBucket(buckets);
-    notes.push(
-      `bucket size: ${choice.bucketCapMb} MiB (the fastest of ${ranks} processes; PyTorch's 25 MiB kept unless another is 2% faster)`,
+    this.choice.bucketCapMb = chooseBucket(this.bucketsMeasured);
+    this.notes.push(
+      `bucket size: ${this.choice.bucketCapMb} MiB (the fastest of ${this.ranks} processes; PyTorch's 25 MiB kept unless another is 2% faster)`,
     );
   }
 
-  return {
-    version: 3,
-    key: tuneKey(c, on.deviceType, ranks),
-    choice,
-    measured,
-    optimizers,
-    threads,
-    loaders: loadersMeasured,
-    buckets,
-    bf16: `bf16 ${bf16.yes ? 'tried' : 'not tried'}: ${bf16.why}`,
-    notes,
-    date: new Date().toISOString(),
-  };
+  result(): TuneResult {
+    return {
+      version: 3,
+      key: tuneKey(this.c, this.on.deviceType, this.ranks),
+      choice: this.choice,
+      measured: this.measured,
+      optimizers: this.optimizers,
+      threads: this.threadsMeasured,
+      loaders: this.loadersMeasured,
+      buckets: this.bucketsMeasured,
+      bf16: `bf16 ${this.bf16.yes ? 'tried' : 'not tried'}: ${this.bf16.why}`,
+      notes: this.notes,
+      date: new Date().toISOString(),
+    };
+  }
 }
 
 /** Milliseconds of each timed step of one candidate, on a fresh model from the run's seed. */
 function measure(
   c: TrainConfig,
   cand: TuneCandidate,
-  setup: Awaited<ReturnType<typeof buildDatasets>>,
+  setup: DataSetup,
   on: Placement,
   images: t.Tensor,
   y: t.Tensor,

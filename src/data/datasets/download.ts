@@ -2,7 +2,15 @@
 // nothing but Node: fetch, crypto, zlib and a small ustar reader. A file is only ever
 // visible under its final name once it is complete and verified.
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  type WriteStream,
+} from 'node:fs';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -71,6 +79,7 @@ function safeName(name: string, archive: string): string {
   return n;
 }
 
+/** A numeric header field: octal ASCII, NUL- or space-terminated; empty reads as 0. */
 function octal(buf: Buffer, start: number, len: number): number {
   const s = buf
     .toString('latin1', start, start + len)
@@ -79,129 +88,200 @@ function octal(buf: Buffer, start: number, len: number): number {
   return s === '' ? 0 : Number.parseInt(s, 8);
 }
 
+/** A tar header's fields that extraction needs. */
+interface TarHeader {
+  /** The member's size in bytes (its data is padded to a 512-byte block). */
+  size: number;
+  /** The padding after the data. */
+  pad: number;
+  /** The type flag: '0'/'7' file, '5' folder, 'L' GNU long name; NUL reads as '0'. */
+  type: string;
+  /** The ustar name, with the prefix field joined on. */
+  name: string;
+}
+
+/** Reads the fields extraction needs from a 512-byte ustar/GNU header block. */
+function parseTarHeader(header: Buffer): TarHeader {
+  const size = octal(header, 124, 12);
+  const pad = (512 - (size % 512)) % 512;
+  const type = String.fromCharCode(header[156] || 48);
+  const prefix = header.toString('utf8', 345, 500).replace(/\0.*$/s, '');
+  const base = header.toString('utf8', 0, 100).replace(/\0.*$/s, '');
+  return { size, pad, type, name: prefix ? `${prefix}/${base}` : base };
+}
+
+/** The member being written: its temp file and how many data bytes are still to come. */
+interface OpenFile {
+  fd: WriteStream;
+  path: string;
+  tmp: string;
+  left: number;
+  pad: number;
+}
+
+/**
+ * The ustar reader's state machine, fed the decompressed stream chunk by chunk. Between
+ * headers it is in one of three states: writing a file's data, collecting a GNU long
+ * name, or skipping (padding, and members that are not extracted).
+ */
+class TarExtractor {
+  /** The final paths of the files written so far. */
+  readonly written: string[] = [];
+  private pending: Buffer = Buffer.alloc(0);
+  private file: OpenFile | null = null;
+  private skip = 0;
+  private longName: string | null = null;
+  private collecting: { left: number; chunks: Buffer[]; pad: number } | null = null;
+  private ended = false;
+  private aborted = false;
+  private writeError: Error | null = null;
+
+  constructor(
+    private readonly archive: string,
+    private readonly dest: string,
+  ) {}
+
+  /** True once the end-of-archive block was read with no member left unfinished. */
+  get complete(): boolean {
+    return this.file === null && this.collecting === null && this.ended;
+  }
+
+  /** Takes the next chunk and consumes as much of the buffered input as it can. */
+  push(chunk: Buffer): Promise<void> {
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    return this.drain();
+  }
+
+  /** Stops extraction and removes the file being written, if any. */
+  abort(): void {
+    this.aborted = true;
+    const f = this.file;
+    if (f === null) return;
+    f.fd.destroy();
+    rmSync(f.tmp, { force: true });
+  }
+
+  /** Runs the state machine until it needs more input or the archive has ended. */
+  private async drain(): Promise<void> {
+    for (;;) {
+      if (this.aborted) return;
+      if (this.writeError !== null) throw this.writeError;
+      let progressed: boolean;
+      if (this.file !== null) progressed = await this.writeData(this.file);
+      else if (this.collecting !== null) progressed = this.collectLongName(this.collecting);
+      else if (this.skip > 0) progressed = this.skipBytes();
+      else progressed = await this.readHeader();
+      if (!progressed) return;
+    }
+  }
+
+  /** Writes buffered data of the open file; finishes it when complete. False: needs more input. */
+  private async writeData(file: OpenFile): Promise<boolean> {
+    const n = Math.min(file.left, this.pending.length);
+    if (n > 0) {
+      const part = this.pending.subarray(0, n);
+      this.pending = this.pending.subarray(n);
+      file.left -= n;
+      if (!file.fd.write(part)) await new Promise<void>((r) => file.fd.once('drain', () => r()));
+      if (this.aborted) return false;
+    }
+    if (file.left > 0) return false;
+    this.skip = file.pad;
+    await this.finishFile();
+    return true;
+  }
+
+  /** Collects a GNU long name ('L' member) for the next header. False: needs more input. */
+  private collectLongName(c: { left: number; chunks: Buffer[]; pad: number }): boolean {
+    const n = Math.min(c.left, this.pending.length);
+    c.chunks.push(this.pending.subarray(0, n));
+    this.pending = this.pending.subarray(n);
+    c.left -= n;
+    if (c.left > 0) return false;
+    this.longName = Buffer.concat(c.chunks).toString('utf8').replace(/\0.*$/s, '');
+    this.skip = c.pad;
+    this.collecting = null;
+    return true;
+  }
+
+  /** Drops padding or an unextracted member's data. False: needs more input. */
+  private skipBytes(): boolean {
+    const n = Math.min(this.skip, this.pending.length);
+    this.pending = this.pending.subarray(n);
+    this.skip -= n;
+    return this.skip === 0;
+  }
+
+  /** Reads the next header and starts its member. False: needs more input, or the archive ended. */
+  private async readHeader(): Promise<boolean> {
+    if (this.ended || this.pending.length < 512) return false;
+    const header = this.pending.subarray(0, 512);
+    this.pending = this.pending.subarray(512);
+    if (header.every((b) => b === 0)) {
+      this.ended = true;
+      return false;
+    }
+    const { size, pad, type, name: ustarName } = parseTarHeader(header);
+    const name = this.longName ?? ustarName;
+    this.longName = null;
+    if (type === 'L') {
+      this.collecting = { left: size, chunks: [], pad };
+    } else if (type === '0' || type === '7') {
+      await this.openFile(name, size, pad);
+    } else {
+      if (type === '5') mkdirSync(join(this.dest, safeName(name, this.archive)), { recursive: true });
+      this.skip = size + pad; // links, devices, pax headers: not needed for datasets
+    }
+    return true;
+  }
+
+  /** Opens a regular file's temp file under `dest` (an empty one is finished at once). */
+  private async openFile(name: string, size: number, pad: number): Promise<void> {
+    const path = join(this.dest, safeName(name, this.archive));
+    mkdirSync(dirname(path), { recursive: true });
+    const tmp = tempPathFor(path);
+    const fd = createWriteStream(tmp, { fd: openNew(tmp) });
+    fd.on('error', (e) => {
+      this.writeError = e;
+    });
+    this.file = { fd, path, tmp, left: size, pad };
+    if (size === 0) {
+      this.skip = pad;
+      await this.finishFile();
+    }
+  }
+
+  /** Closes the open file and renames it to its final name. */
+  private async finishFile(): Promise<void> {
+    const f = this.file!;
+    this.file = null;
+    await new Promise<void>((res, rej) => f.fd.end((e?: Error | null) => (e ? rej(e) : res())));
+    renameSync(f.tmp, f.path);
+    this.written.push(f.path);
+  }
+}
+
 /**
  * Extracts the regular files and folders of a .tar.gz (ustar/GNU; long GNU names
  * supported) into `dest`. Links and devices are skipped; each file is written via a
  * temporary name and renamed when complete.
  */
 export async function extractTarGz(archive: string, dest: string): Promise<string[]> {
-  const written: string[] = [];
-  let pending: Buffer = Buffer.alloc(0);
-  let file: {
-    fd: ReturnType<typeof createWriteStream>;
-    path: string;
-    tmp: string;
-    left: number;
-    pad: number;
-  } | null = null;
-  let skip = 0;
-  let longName: string | null = null;
-  let collecting: { left: number; chunks: Buffer[]; pad: number } | null = null;
-  let ended = false;
-  let aborted = false;
-  let writeError: Error | null = null;
-
-  const finishFile = async (): Promise<void> => {
-    const f = file!;
-    file = null;
-    await new Promise<void>((res, rej) => f.fd.end((e?: Error | null) => (e ? rej(e) : res())));
-    renameSync(f.tmp, f.path);
-    written.push(f.path);
-  };
-
-  const removePart = (): void => {
-    aborted = true;
-    const f = file as { fd: ReturnType<typeof createWriteStream>; tmp: string } | null;
-    if (f === null) return;
-    f.fd.destroy();
-    rmSync(f.tmp, { force: true });
-  };
-
+  const tar = new TarExtractor(archive, dest);
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      (async () => {
-        for (;;) {
-          if (aborted) return;
-          if (writeError !== null) throw writeError;
-          if (file !== null) {
-            const n = Math.min(file.left, pending.length);
-            if (n > 0) {
-              const part = pending.subarray(0, n);
-              pending = pending.subarray(n);
-              file.left -= n;
-              if (!file.fd.write(part)) await new Promise<void>((r) => file!.fd.once('drain', () => r()));
-              if (aborted) return;
-            }
-            if (file.left > 0) return;
-            skip = file.pad;
-            await finishFile();
-            continue;
-          }
-          if (collecting !== null) {
-            const n = Math.min(collecting.left, pending.length);
-            collecting.chunks.push(pending.subarray(0, n));
-            pending = pending.subarray(n);
-            collecting.left -= n;
-            if (collecting.left > 0) return;
-            longName = Buffer.concat(collecting.chunks).toString('utf8').replace(/\0.*$/s, '');
-            skip = collecting.pad;
-            collecting = null;
-            continue;
-          }
-          if (skip > 0) {
-            const n = Math.min(skip, pending.length);
-            pending = pending.subarray(n);
-            skip -= n;
-            if (skip > 0) return;
-            continue;
-          }
-          if (ended || pending.length < 512) return;
-          const header = pending.subarray(0, 512);
-          pending = pending.subarray(512);
-          if (header.every((b) => b === 0)) {
-            ended = true;
-            return;
-          }
-          const size = octal(header, 124, 12);
-          const pad = (512 - (size % 512)) % 512;
-          const type = String.fromCharCode(header[156] || 48);
-          const prefix = header.toString('utf8', 345, 500).replace(/\0.*$/s, '');
-          const base = header.toString('utf8', 0, 100).replace(/\0.*$/s, '');
-          const name = longName ?? (prefix ? `${prefix}/${base}` : base);
-          longName = null;
-          if (type === 'L') {
-            collecting = { left: size, chunks: [], pad };
-          } else if (type === '0' || type === '7') {
-            const path = join(dest, safeName(name, archive));
-            mkdirSync(dirname(path), { recursive: true });
-            const tmp = tempPathFor(path);
-            const fd = createWriteStream(tmp, { fd: openNew(tmp) });
-            fd.on('error', (e) => {
-              writeError = e;
-            });
-            file = { fd, path, tmp, left: size, pad };
-            if (size === 0) {
-              skip = pad;
-              await finishFile();
-            }
-          } else {
-            if (type === '5') mkdirSync(join(dest, safeName(name, archive)), { recursive: true });
-            skip = size + pad; // links, devices, pax headers: not needed for datasets
-          }
-        }
-      })().then(() => done(), done);
+      tar.push(chunk).then(() => done(), done);
     },
   });
   try {
     await pipeline(createReadStream(archive), createGunzip(), sink);
   } catch (e) {
-    removePart();
+    tar.abort();
     throw new DataError(`cannot extract ${archive}: ${(e as Error).message}`, archive, { cause: e });
   }
-  if (file !== null || collecting !== null || !ended) {
-    removePart();
+  if (!tar.complete) {
+    tar.abort();
     throw new DataError(`cannot extract ${archive}: the archive is truncated`, archive);
   }
-  return written;
+  return tar.written;
 }
