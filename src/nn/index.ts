@@ -3,39 +3,36 @@ export * as F from './functional.ts';
 export * as functional from './functional.ts';
 export * as init from './init.ts';
 export {
-  Dropout,
-  GELU,
-  LeakyReLU,
-  LogSoftmax,
-  ReLU,
-  Sigmoid,
-  SiLU,
-  Softmax,
-  type SoftmaxDim,
-  Tanh,
-} from './layers/activation.ts';
-export {
   CELU,
   ELU,
+  GELU,
   GLU,
   Hardshrink,
   Hardsigmoid,
   Hardswish,
   Hardtanh,
+  LeakyReLU,
   LogSigmoid,
+  LogSoftmax,
   Mish,
   PReLU,
+  ReLU,
   ReLU6,
   RReLU,
   SELU,
+  Sigmoid,
+  SiLU,
+  Softmax,
   Softmax2d,
+  type SoftmaxDim,
   Softmin,
   Softplus,
   Softshrink,
   Softsign,
+  Tanh,
   Tanhshrink,
   Threshold,
-} from './layers/activation-more.ts';
+} from './layers/activation.ts';
 export { type AdaptiveLogSoftmaxOptions, AdaptiveLogSoftmaxWithLoss } from './layers/adaptive.ts';
 export {
   MultiheadAttention,
@@ -48,6 +45,9 @@ export {
   BatchNorm2d,
   BatchNorm3d,
   type BatchNormOptions,
+  LazyBatchNorm1d,
+  LazyBatchNorm2d,
+  LazyBatchNorm3d,
 } from './layers/batchnorm.ts';
 export {
   Container,
@@ -59,8 +59,11 @@ export {
   ParameterList,
   Sequential,
 } from './layers/container.ts';
-export { Conv1d, type Conv1dOptions, Conv2d, type Conv2dOptions } from './layers/conv.ts';
 export {
+  Conv1d,
+  type Conv1dOptions,
+  Conv2d,
+  type Conv2dOptions,
   Conv3d,
   type Conv3dOptions,
   ConvTranspose,
@@ -68,124 +71,113 @@ export {
   ConvTranspose2d,
   ConvTranspose3d,
   type ConvTransposeOptions,
-} from './layers/conv-more.ts';
-export { GroupNorm, type GroupNormOptions } from './layers/groupnorm.ts';
-export {
-  isUninitialized,
-  LazyBatchNorm1d,
-  LazyBatchNorm2d,
-  LazyBatchNorm3d,
   LazyConv1d,
   LazyConv2d,
   LazyConv3d,
   LazyConvTranspose1d,
   LazyConvTranspose2d,
   LazyConvTranspose3d,
-  LazyInstanceNorm1d,
-  LazyInstanceNorm2d,
-  LazyInstanceNorm3d,
-  LazyLinear,
-} from './layers/lazy.ts';
-export { Flatten, Identity, Linear } from './layers/linear.ts';
-export {
-  BCELoss,
-  BCEWithLogitsLoss,
-  type BCEWithLogitsLossOptions,
-  CrossEntropyLoss,
-  type CrossEntropyLossOptions,
-  KLDivLoss,
-  L1Loss,
-  type LossOptions,
-  MSELoss,
-  NLLLoss,
-  NLLLoss2d,
-  type NLLLossOptions,
-  SmoothL1Loss,
-} from './layers/loss.ts';
-export {
-  CosineEmbeddingLoss,
-  CTCLoss,
-  GaussianNLLLoss,
-  HingeEmbeddingLoss,
-  HuberLoss,
-  MarginRankingLoss,
-  MultiLabelMarginLoss,
-  MultiLabelSoftMarginLoss,
-  MultiMarginLoss,
-  PoissonNLLLoss,
-  SoftMarginLoss,
-  TripletMarginLoss,
-  TripletMarginWithDistanceLoss,
-} from './layers/loss-more.ts';
+} from './layers/conv.ts';
+export { CosineSimilarity, PairwiseDistance } from './layers/distance.ts';
 export {
   AlphaDropout,
-  Bilinear,
-  ChannelShuffle,
-  CircularPad1d,
-  CircularPad2d,
-  CircularPad3d,
-  ConstantPad1d,
-  ConstantPad2d,
-  ConstantPad3d,
-  CosineSimilarity,
+  Dropout,
   Dropout1d,
   Dropout2d,
   Dropout3d,
-  Embedding,
-  EmbeddingBag,
-  type EmbeddingBagModuleOptions,
-  type EmbeddingOptions,
   FeatureAlphaDropout,
-  Fold,
-  PairwiseDistance,
-  PixelShuffle,
-  PixelUnshuffle,
-  ReflectionPad1d,
-  ReflectionPad2d,
-  ReflectionPad3d,
-  ReplicationPad1d,
-  ReplicationPad2d,
-  ReplicationPad3d,
-  Unflatten,
-  Unfold,
-  ZeroPad1d,
-  ZeroPad2d,
-  ZeroPad3d,
-} from './layers/misc.ts';
+} from './layers/dropout.ts';
+export { Flatten, Unflatten } from './layers/flatten.ts';
+export { Fold, Unfold } from './layers/fold.ts';
 export {
   InstanceNorm,
   InstanceNorm1d,
   InstanceNorm2d,
   InstanceNorm3d,
   type InstanceNormOptions,
+  LazyInstanceNorm1d,
+  LazyInstanceNorm2d,
+  LazyInstanceNorm3d,
+} from './layers/instancenorm.ts';
+export { isUninitialized } from './layers/lazy.ts';
+export { Bilinear, Identity, LazyLinear, Linear } from './layers/linear.ts';
+export {
+  BCELoss,
+  BCEWithLogitsLoss,
+  type BCEWithLogitsLossOptions,
+  CosineEmbeddingLoss,
+  CrossEntropyLoss,
+  type CrossEntropyLossOptions,
+  CTCLoss,
+  GaussianNLLLoss,
+  HingeEmbeddingLoss,
+  HuberLoss,
+  KLDivLoss,
+  L1Loss,
+  type LossOptions,
+  MarginRankingLoss,
+  MSELoss,
+  MultiLabelMarginLoss,
+  MultiLabelSoftMarginLoss,
+  MultiMarginLoss,
+  NLLLoss,
+  NLLLoss2d,
+  type NLLLossOptions,
+  PoissonNLLLoss,
+  SmoothL1Loss,
+  SoftMarginLoss,
+  TripletMarginLoss,
+  TripletMarginWithDistanceLoss,
+} from './layers/loss.ts';
+export {
+  GroupNorm,
+  type GroupNormOptions,
   LayerNorm,
   type LayerNormOptions,
   LocalResponseNorm,
   RMSNorm,
   type RMSNormOptions,
-} from './layers/normalization-more.ts';
-export { AdaptiveAvgPool2d, AvgPool2d, MaxPool2d } from './layers/pooling.ts';
+} from './layers/normalization.ts';
 export {
+  CircularPad1d,
+  CircularPad2d,
+  CircularPad3d,
+  ConstantPad1d,
+  ConstantPad2d,
+  ConstantPad3d,
+  ReflectionPad1d,
+  ReflectionPad2d,
+  ReflectionPad3d,
+  ReplicationPad1d,
+  ReplicationPad2d,
+  ReplicationPad3d,
+  ZeroPad1d,
+  ZeroPad2d,
+  ZeroPad3d,
+} from './layers/padding.ts';
+export { ChannelShuffle, PixelShuffle, PixelUnshuffle } from './layers/pixelshuffle.ts';
+export {
+  AdaptiveAvgPool1d,
+  AdaptiveAvgPool2d,
   AdaptiveAvgPool3d,
+  AdaptiveMaxPool1d,
+  AdaptiveMaxPool2d,
   AdaptiveMaxPool3d,
+  AvgPool1d,
+  AvgPool2d,
   AvgPool3d,
   FractionalMaxPool2d,
   FractionalMaxPool3d,
   LPPool1d,
   LPPool2d,
   LPPool3d,
+  MaxPool1d,
+  MaxPool2d,
   MaxPool3d,
   MaxUnpool1d,
   MaxUnpool2d,
   MaxUnpool3d,
-} from './layers/pooling-3d.ts';
-export {
-  AdaptiveAvgPool1d,
-  AdaptiveMaxPool1d,
-  AdaptiveMaxPool2d,
-  AvgPool1d,
-  MaxPool1d,
-} from './layers/pooling-more.ts';
+} from './layers/pooling.ts';
 export {
   GRU,
   GRUCell,
@@ -197,6 +189,12 @@ export {
   RNNCellBase,
   type RNNOptions,
 } from './layers/rnn.ts';
+export {
+  Embedding,
+  EmbeddingBag,
+  type EmbeddingBagModuleOptions,
+  type EmbeddingOptions,
+} from './layers/sparse.ts';
 export {
   generateSquareSubsequentMask,
   Transformer,
@@ -212,8 +210,12 @@ export {
   type TransformerLayerOptions,
   type TransformerOptions,
 } from './layers/transformer.ts';
-export { Upsample, type UpsampleOptions } from './layers/upsample.ts';
-export { UpsamplingBilinear2d, UpsamplingNearest2d } from './layers/upsampling-2d.ts';
+export {
+  Upsample,
+  type UpsampleOptions,
+  UpsamplingBilinear2d,
+  UpsamplingNearest2d,
+} from './layers/upsampling.ts';
 export {
   type LoadStateDictResult,
   Module,

@@ -97,11 +97,7 @@ export class Module {
     this.syncAttributes();
     this.checkName(name, 'parameter', this._parameters);
     if (param !== null) {
-      if (!(param instanceof t.Tensor)) {
-        throw new TypeError(
-          `cannot assign '${typeName(param)}' as parameter '${name}' (Tensor or null expected)`,
-        );
-      }
+      expectTensor(param, 'parameter', name);
       if (!param.isLeaf) {
         throw new TypeError(
           `Cannot assign non-leaf Tensor to parameter '${name}'. Model parameters must be created explicitly; use detach() or Parameter(x)`,
@@ -118,11 +114,7 @@ export class Module {
     this.syncAttributes();
     this.checkName(name, 'buffer', this._buffers);
     if (tensor !== null) {
-      if (!(tensor instanceof t.Tensor)) {
-        throw new TypeError(
-          `cannot assign '${typeName(tensor)}' as buffer '${name}' (Tensor or null expected)`,
-        );
-      }
+      expectTensor(tensor, 'buffer', name);
       tensor.keep();
     }
     this._buffers.set(name, tensor);
@@ -173,18 +165,12 @@ export class Module {
         this._modules.set(key, null);
       } else if (this._parameters.has(key)) {
         if (this._parameters.get(key) === v) continue;
-        if (v !== null && !(v instanceof t.Tensor)) {
-          throw new TypeError(
-            `cannot assign '${typeName(v)}' as parameter '${key}' (Tensor or null expected)`,
-          );
-        }
+        if (v !== null) expectTensor(v, 'parameter', key);
         if (v !== null && !isParameter(v)) Parameter(v);
         this._parameters.set(key, v);
       } else if (this._buffers.has(key)) {
         if (this._buffers.get(key) === v) continue;
-        if (v !== null && !(v instanceof t.Tensor)) {
-          throw new TypeError(`cannot assign '${typeName(v)}' as buffer '${key}' (Tensor or null expected)`);
-        }
+        if (v !== null) expectTensor(v, 'buffer', key);
         this._buffers.set(key, v === null ? null : v.keep());
       } else if (isParameter(v)) {
         this._parameters.set(key, v);
@@ -533,6 +519,13 @@ export class Module {
 
 class KeyError extends Error {
   override name = 'KeyError';
+}
+
+/** Throws PyTorch's TypeError unless `v`, to be the parameter or buffer `name`, is a tensor. */
+function expectTensor(v: unknown, kind: 'parameter' | 'buffer', name: string): asserts v is t.Tensor {
+  if (!(v instanceof t.Tensor)) {
+    throw new TypeError(`cannot assign '${typeName(v)}' as ${kind} '${name}' (Tensor or null expected)`);
+  }
 }
 
 function typeName(v: unknown): string {

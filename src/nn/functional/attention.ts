@@ -80,7 +80,11 @@ export type AttentionResult = [t.Tensor, t.Tensor | null];
 
 /**
  * torch.nn.functional.multi_head_attention_forward: query [L, N, E] (or [L, E]), key and
- * value [S, N, E_k/E_v], sequence-first. MultiheadAttention's computation.
+ * value [S, N, E_k/E_v], sequence-first. MultiheadAttention's computation, in PyTorch's
+ * steps: the shape checks and masks, the in-projection (_in_projection_packed or
+ * _in_projection), the heads (with bias_k/bias_v and zero attention), the key padding
+ * merged into the attention mask, then the attention (explicit when the weights are
+ * returned, libtorch's fused kernel otherwise) and the out-projection.
  */
 export function multiHeadAttentionForward(
   query: t.Tensor,
@@ -100,159 +104,35 @@ export function multiHeadAttentionForward(
 ): AttentionResult {
   return t.tidy(() => {
     const needWeights = opts.needWeights ?? true;
-    let isCausal = opts.isCausal ?? false;
-    let keyPaddingMask = opts.keyPaddingMask ?? null;
-    let attnMask = opts.attnMask ?? null;
-    const batched = mhaShapeCheck(query, key, value, keyPaddingMask, attnMask, numHeads);
+    const batched = mhaShapeCheck(query, key, value, opts, numHeads);
     // Unbatched input gets a batch dim of 1 for the computation, dropped at the end. Like
     // PyTorch, this makes three distinct tensors: the projection then takes the chunked path.
-    if (!batched) {
-      [query, key, value] = [t.unsqueeze(query, 1), t.unsqueeze(key, 1), t.unsqueeze(value, 1)];
-      if (keyPaddingMask !== null) keyPaddingMask = t.unsqueeze(keyPaddingMask, 0);
-    }
+    if (!batched) [query, key, value] = [t.unsqueeze(query, 1), t.unsqueeze(key, 1), t.unsqueeze(value, 1)];
     const [tgtLen, bsz, embedDim] = query.shape;
-    keyPaddingMask = canonicalMask(keyPaddingMask, 'key_padding_mask', query.dtype);
-    if (isCausal && attnMask === null) {
-      throw new Error(
-        'Need attn_mask if specifying the is_causal hint. You may use the Transformer module method ' +
-          '`generateSquareSubsequentMask` to create this mask.',
-      );
-    }
-    if (isCausal && keyPaddingMask === null && !needWeights) {
-      // The fused kernel applies the causal mask itself from the hint.
-      attnMask = null;
-    } else {
-      attnMask = canonicalMask(attnMask, 'attn_mask', query.dtype);
-      // A merged padding mask is no longer causal.
-      if (keyPaddingMask !== null) isCausal = false;
-    }
-    if (embedDim !== embedDimToCheck) {
-      throw new RangeError(`was expecting embedding dimension of ${embedDimToCheck}, but got ${embedDim}`);
-    }
-    const headDim = Math.trunc(embedDim / numHeads);
-    if (headDim * numHeads !== embedDim) {
-      throw new RangeError(`embed_dim ${embedDim} not divisible by num_heads ${numHeads}`);
-    }
-    const separate = opts.useSeparateProjWeight ?? false;
-    if (separate) {
-      if (key.shape[0] !== value.shape[0] || key.shape[1] !== value.shape[1]) {
-        throw new RangeError(
-          `key's sequence and batch dims [${key.shape.slice(0, 2)}] do not match value's [${value.shape.slice(0, 2)}]`,
-        );
-      }
-    } else if (!sameShape(key.shape, value.shape)) {
-      throw new RangeError(`key shape [${key.shape}] does not match value shape [${value.shape}]`);
-    }
-
-    let q: t.Tensor;
-    let k: t.Tensor;
-    let v: t.Tensor;
-    if (!separate) {
-      if (inProjWeight === null)
-        throw new TypeError('useSeparateProjWeight is false but inProjWeight is null');
-      [q, k, v] = inProjectionPacked(query, key, value, inProjWeight, inProjBias);
-    } else {
-      const [wq, wk, wv] = [opts.qProjWeight, opts.kProjWeight, opts.vProjWeight];
-      if (!wq || !wk || !wv) {
-        throw new TypeError(
-          'useSeparateProjWeight is true but qProjWeight, kProjWeight or vProjWeight is null',
-        );
-      }
-      const [bq, bk, bv] = inProjBias === null ? [null, null, null] : t.chunk(inProjBias, 3);
-      q = t.linear(query, wq, bq);
-      k = t.linear(key, wk, bk);
-      v = t.linear(value, wv, bv);
-    }
-
-    // The attention mask as [1 or N·H, L, S].
-    if (attnMask !== null) {
-      if (attnMask.ndim === 2) {
-        if (attnMask.shape[0] !== tgtLen || attnMask.shape[1] !== key.shape[0]) {
-          throw new RangeError(
-            `The shape of the 2D attn_mask is [${attnMask.shape}], but should be [${tgtLen}, ${key.shape[0]}].`,
-          );
-        }
-        attnMask = t.unsqueeze(attnMask, 0);
-      } else if (!sameShape(attnMask.shape, [bsz * numHeads, tgtLen, key.shape[0]])) {
-        throw new RangeError(
-          `The shape of the 3D attn_mask is [${attnMask.shape}], but should be [${bsz * numHeads}, ${tgtLen}, ${key.shape[0]}].`,
-        );
-      }
-    }
-
-    // Learned bias key/value appended along the sequence.
-    if (biasK !== null && biasV !== null) {
-      if (opts.staticK || opts.staticV) throw new TypeError('bias cannot be added to static key or value.');
-      k = t.cat([k, t.repeat(biasK, [1, bsz, 1])]);
-      v = t.cat([v, t.repeat(biasV, [1, bsz, 1])]);
-      if (attnMask !== null) attnMask = pad(attnMask, [0, 1]);
-      if (keyPaddingMask !== null) keyPaddingMask = pad(keyPaddingMask, [0, 1]);
-    } else if (biasK !== null || biasV !== null) {
-      throw new TypeError('biasK and biasV must be given together');
-    }
-
+    const masks = mhaMasks(opts, batched, needWeights, query.dtype);
+    const headDim = mhaHeadDim(key, value, embedDim, embedDimToCheck, numHeads, opts);
+    const [q, k, v] = mhaInProjection(query, key, value, inProjWeight, inProjBias, opts);
+    const s: MhaState = { q, k, v, attnMask: masks.attnMask, keyPaddingMask: masks.keyPaddingMask };
+    if (s.attnMask !== null) s.attnMask = attnMask3d(s.attnMask, tgtLen, key.shape[0], bsz * numHeads);
+    addBiasKV(s, biasK, biasV, bsz, opts);
     // Heads into the batch: [N·H, L or S, headDim].
-    q = t.transpose(t.view(q, [tgtLen, bsz * numHeads, headDim]), 0, 1);
-    k = staticKV(opts.staticK, k, bsz * numHeads, headDim, 'static_k');
-    v = staticKV(opts.staticV, v, bsz * numHeads, headDim, 'static_v');
-
-    if (addZeroAttn) {
-      const zeros = t.zeros([bsz * numHeads, 1, headDim], { dtype: k.dtype, device: k.device });
-      k = t.cat([k, zeros], 1);
-      v = t.cat([v, t.zeros([bsz * numHeads, 1, headDim], { dtype: v.dtype, device: v.device })], 1);
-      if (attnMask !== null) attnMask = pad(attnMask, [0, 1]);
-      if (keyPaddingMask !== null) keyPaddingMask = pad(keyPaddingMask, [0, 1]);
-    }
-    const srcLen = k.shape[1];
-
-    // Merge the key padding mask into the attention mask.
-    if (keyPaddingMask !== null) {
-      if (keyPaddingMask.shape[0] !== bsz || keyPaddingMask.shape[1] !== srcLen) {
-        throw new RangeError(
-          `Expected key_padding_mask of shape [${bsz}, ${srcLen}], got [${keyPaddingMask.shape}]`,
-        );
-      }
-      const kpm = t.reshape(t.expand(t.view(keyPaddingMask, [bsz, 1, 1, srcLen]), [-1, numHeads, -1, -1]), [
-        bsz * numHeads,
-        1,
-        srcLen,
-      ]);
-      attnMask = attnMask === null ? kpm : t.add(attnMask, kpm);
-    }
+    s.q = t.transpose(t.view(s.q, [tgtLen, bsz * numHeads, headDim]), 0, 1);
+    s.k = staticKV(opts.staticK, s.k, bsz * numHeads, headDim, 'static_k');
+    s.v = staticKV(opts.staticV, s.v, bsz * numHeads, headDim, 'static_v');
+    if (addZeroAttn) addZeroAttention(s, bsz * numHeads, headDim);
+    mergeKeyPaddingMask(s, bsz, numHeads);
     const p = (opts.training ?? true) ? dropoutP : 0;
-
+    const outProj = (x: t.Tensor) => t.view(t.linear(x, outProjWeight, outProjBias), [tgtLen, bsz, -1]);
     let out: t.Tensor;
     let weights: t.Tensor | null = null;
     if (needWeights) {
-      // Weights computed explicitly, as PyTorch does when they are returned.
-      const qScaled = t.mul(q, Math.sqrt(1 / headDim));
-      if (isCausal && attnMask === null) throw new Error('is_causal is not implemented for need_weights');
-      const kt = t.transpose(k, -2, -1);
-      let w = attnMask !== null ? t.baddbmm(attnMask, qScaled, kt) : t.bmm(qScaled, kt);
-      w = t.softmax(w, -1);
-      if (p > 0) w = dropout(w, { p });
-      out = t.reshape(t.transpose(t.bmm(w, v), 0, 1), [tgtLen * bsz, embedDim]);
-      out = t.view(t.linear(out, outProjWeight, outProjBias), [tgtLen, bsz, -1]);
-      weights = t.view(w, [bsz, numHeads, tgtLen, srcLen]);
+      let w: t.Tensor;
+      [out, w] = attentionWithWeights(s, p, masks.isCausal, bsz, embedDim);
+      out = outProj(out);
+      weights = t.view(w, [bsz, numHeads, tgtLen, s.k.shape[1]]);
       if (opts.averageAttnWeights ?? true) weights = t.mean(weights, 1);
     } else {
-      // libtorch's fused scaled_dot_product_attention on [N, H, L, headDim].
-      if (attnMask !== null) {
-        attnMask =
-          attnMask.shape[0] === 1 && attnMask.ndim === 3
-            ? t.unsqueeze(attnMask, 0)
-            : t.view(attnMask, [bsz, numHeads, -1, srcLen]);
-      }
-      const a = t.scaledDotProductAttention(
-        t.view(q, [bsz, numHeads, tgtLen, headDim]),
-        t.view(k, [bsz, numHeads, srcLen, headDim]),
-        t.view(v, [bsz, numHeads, srcLen, headDim]),
-        attnMask,
-        p,
-        isCausal,
-      );
-      out = t.reshape(t.permute(a, [2, 0, 1, 3]), [bsz * tgtLen, embedDim]);
-      out = t.view(t.linear(out, outProjWeight, outProjBias), [tgtLen, bsz, -1]);
+      out = outProj(fusedAttention(s, p, masks.isCausal, bsz, numHeads, embedDim));
     }
     if (!batched) {
       out = t.squeeze(out, 1);
@@ -260,6 +140,209 @@ export function multiHeadAttentionForward(
     }
     return [out, weights] as AttentionResult;
   });
+}
+
+/** The projected query, key and value, and the masks, as multiHeadAttentionForward's steps change them. */
+interface MhaState {
+  q: t.Tensor;
+  k: t.Tensor;
+  v: t.Tensor;
+  attnMask: t.Tensor | null;
+  keyPaddingMask: t.Tensor | null;
+}
+
+/**
+ * The key padding mask (given the batch dim of unbatched input) and the attention mask as
+ * float masks, and whether the causal hint still holds: with it and neither a padding
+ * mask nor weights to return, the fused kernel applies the causal mask itself and
+ * attn_mask is dropped; a merged padding mask is no longer causal.
+ */
+function mhaMasks(
+  opts: MultiHeadAttentionForwardOptions,
+  batched: boolean,
+  needWeights: boolean,
+  dtype: t.DTypeName,
+): { keyPaddingMask: t.Tensor | null; attnMask: t.Tensor | null; isCausal: boolean } {
+  let keyPaddingMask = opts.keyPaddingMask ?? null;
+  if (!batched && keyPaddingMask !== null) keyPaddingMask = t.unsqueeze(keyPaddingMask, 0);
+  keyPaddingMask = canonicalMask(keyPaddingMask, 'key_padding_mask', dtype);
+  const attnMask = opts.attnMask ?? null;
+  let isCausal = opts.isCausal ?? false;
+  if (isCausal && attnMask === null) {
+    throw new Error(
+      'Need attn_mask if specifying the is_causal hint. You may use the Transformer module method ' +
+        '`generateSquareSubsequentMask` to create this mask.',
+    );
+  }
+  if (isCausal && keyPaddingMask === null && !needWeights)
+    return { keyPaddingMask, attnMask: null, isCausal };
+  if (keyPaddingMask !== null) isCausal = false;
+  return { keyPaddingMask, attnMask: canonicalMask(attnMask, 'attn_mask', dtype), isCausal };
+}
+
+/** The head size, after PyTorch's checks of the embedding size and of key against value. */
+function mhaHeadDim(
+  key: t.Tensor,
+  value: t.Tensor,
+  embedDim: number,
+  embedDimToCheck: number,
+  numHeads: number,
+  opts: MultiHeadAttentionForwardOptions,
+): number {
+  if (embedDim !== embedDimToCheck) {
+    throw new RangeError(`was expecting embedding dimension of ${embedDimToCheck}, but got ${embedDim}`);
+  }
+  const headDim = Math.trunc(embedDim / numHeads);
+  if (headDim * numHeads !== embedDim) {
+    throw new RangeError(`embed_dim ${embedDim} not divisible by num_heads ${numHeads}`);
+  }
+  if (opts.useSeparateProjWeight ?? false) {
+    if (key.shape[0] !== value.shape[0] || key.shape[1] !== value.shape[1]) {
+      throw new RangeError(
+        `key's sequence and batch dims [${key.shape.slice(0, 2)}] do not match value's [${value.shape.slice(0, 2)}]`,
+      );
+    }
+  } else if (!sameShape(key.shape, value.shape)) {
+    throw new RangeError(`key shape [${key.shape}] does not match value shape [${value.shape}]`);
+  }
+  return headDim;
+}
+
+/** q, k and v projected: by the packed in_proj_weight, or by q/k/v_proj_weight (PyTorch's _in_projection). */
+function mhaInProjection(
+  query: t.Tensor,
+  key: t.Tensor,
+  value: t.Tensor,
+  inProjWeight: t.Tensor | null,
+  inProjBias: t.Tensor | null,
+  opts: MultiHeadAttentionForwardOptions,
+): [t.Tensor, t.Tensor, t.Tensor] {
+  if (!(opts.useSeparateProjWeight ?? false)) {
+    if (inProjWeight === null) throw new TypeError('useSeparateProjWeight is false but inProjWeight is null');
+    return inProjectionPacked(query, key, value, inProjWeight, inProjBias);
+  }
+  const [wq, wk, wv] = [opts.qProjWeight, opts.kProjWeight, opts.vProjWeight];
+  if (!wq || !wk || !wv) {
+    throw new TypeError('useSeparateProjWeight is true but qProjWeight, kProjWeight or vProjWeight is null');
+  }
+  const [bq, bk, bv] = inProjBias === null ? [null, null, null] : t.chunk(inProjBias, 3);
+  return [t.linear(query, wq, bq), t.linear(key, wk, bk), t.linear(value, wv, bv)];
+}
+
+/** The attention mask as [1 or N·H, L, S], checked against the query and key lengths. */
+function attnMask3d(attnMask: t.Tensor, tgtLen: number, srcLen: number, batchHeads: number): t.Tensor {
+  if (attnMask.ndim === 2) {
+    if (attnMask.shape[0] !== tgtLen || attnMask.shape[1] !== srcLen) {
+      throw new RangeError(
+        `The shape of the 2D attn_mask is [${attnMask.shape}], but should be [${tgtLen}, ${srcLen}].`,
+      );
+    }
+    return t.unsqueeze(attnMask, 0);
+  }
+  if (!sameShape(attnMask.shape, [batchHeads, tgtLen, srcLen])) {
+    throw new RangeError(
+      `The shape of the 3D attn_mask is [${attnMask.shape}], but should be [${batchHeads}, ${tgtLen}, ${srcLen}].`,
+    );
+  }
+  return attnMask;
+}
+
+/** The learned bias key and value appended along the sequence (the masks padded to match). */
+function addBiasKV(
+  s: MhaState,
+  biasK: t.Tensor | null,
+  biasV: t.Tensor | null,
+  bsz: number,
+  opts: MultiHeadAttentionForwardOptions,
+): void {
+  if (biasK !== null && biasV !== null) {
+    if (opts.staticK || opts.staticV) throw new TypeError('bias cannot be added to static key or value.');
+    s.k = t.cat([s.k, t.repeat(biasK, [1, bsz, 1])]);
+    s.v = t.cat([s.v, t.repeat(biasV, [1, bsz, 1])]);
+    padMasks(s);
+  } else if (biasK !== null || biasV !== null) {
+    throw new TypeError('biasK and biasV must be given together');
+  }
+}
+
+/** A zero key and value appended to the [N·H, S, headDim] sequences (the masks padded to match). */
+function addZeroAttention(s: MhaState, batchHeads: number, headDim: number): void {
+  const zeros = t.zeros([batchHeads, 1, headDim], { dtype: s.k.dtype, device: s.k.device });
+  s.k = t.cat([s.k, zeros], 1);
+  s.v = t.cat([s.v, t.zeros([batchHeads, 1, headDim], { dtype: s.v.dtype, device: s.v.device })], 1);
+  padMasks(s);
+}
+
+/** One more key position in both masks (not masked). */
+function padMasks(s: MhaState): void {
+  if (s.attnMask !== null) s.attnMask = pad(s.attnMask, [0, 1]);
+  if (s.keyPaddingMask !== null) s.keyPaddingMask = pad(s.keyPaddingMask, [0, 1]);
+}
+
+/** The key padding mask [N, S] merged into the attention mask, as [N·H, 1 or L, S]. */
+function mergeKeyPaddingMask(s: MhaState, bsz: number, numHeads: number): void {
+  const kpm = s.keyPaddingMask;
+  if (kpm === null) return;
+  const srcLen = s.k.shape[1];
+  if (kpm.shape[0] !== bsz || kpm.shape[1] !== srcLen) {
+    throw new RangeError(`Expected key_padding_mask of shape [${bsz}, ${srcLen}], got [${kpm.shape}]`);
+  }
+  const perHead = t.reshape(t.expand(t.view(kpm, [bsz, 1, 1, srcLen]), [-1, numHeads, -1, -1]), [
+    bsz * numHeads,
+    1,
+    srcLen,
+  ]);
+  s.attnMask = s.attnMask === null ? perHead : t.add(s.attnMask, perHead);
+}
+
+/**
+ * The attention with its weights computed explicitly, as PyTorch does when they are
+ * returned: [rows [L·N, E] for the out-projection, weights [N·H, L, S]].
+ */
+function attentionWithWeights(
+  s: MhaState,
+  p: number,
+  isCausal: boolean,
+  bsz: number,
+  embedDim: number,
+): [t.Tensor, t.Tensor] {
+  const [, tgtLen, headDim] = s.q.shape;
+  const qScaled = t.mul(s.q, Math.sqrt(1 / headDim));
+  if (isCausal && s.attnMask === null) throw new Error('is_causal is not implemented for need_weights');
+  const kt = t.transpose(s.k, -2, -1);
+  let w = s.attnMask !== null ? t.baddbmm(s.attnMask, qScaled, kt) : t.bmm(qScaled, kt);
+  w = t.softmax(w, -1);
+  if (p > 0) w = dropout(w, { p });
+  return [t.reshape(t.transpose(t.bmm(w, s.v), 0, 1), [tgtLen * bsz, embedDim]), w];
+}
+
+/** The attention by libtorch's fused scaled_dot_product_attention on [N, H, L, headDim]: rows [L·N, E]. */
+function fusedAttention(
+  s: MhaState,
+  p: number,
+  isCausal: boolean,
+  bsz: number,
+  numHeads: number,
+  embedDim: number,
+): t.Tensor {
+  const [, tgtLen, headDim] = s.q.shape;
+  const srcLen = s.k.shape[1];
+  let attnMask = s.attnMask;
+  if (attnMask !== null) {
+    attnMask =
+      attnMask.shape[0] === 1 && attnMask.ndim === 3
+        ? t.unsqueeze(attnMask, 0)
+        : t.view(attnMask, [bsz, numHeads, -1, srcLen]);
+  }
+  const a = t.scaledDotProductAttention(
+    t.view(s.q, [bsz, numHeads, tgtLen, headDim]),
+    t.view(s.k, [bsz, numHeads, srcLen, headDim]),
+    t.view(s.v, [bsz, numHeads, srcLen, headDim]),
+    attnMask,
+    p,
+    isCausal,
+  );
+  return t.reshape(t.permute(a, [2, 0, 1, 3]), [bsz * tgtLen, embedDim]);
 }
 
 /**
@@ -348,10 +431,11 @@ function mhaShapeCheck(
   query: t.Tensor,
   key: t.Tensor,
   value: t.Tensor,
-  keyPaddingMask: t.Tensor | null,
-  attnMask: t.Tensor | null,
+  opts: MultiHeadAttentionForwardOptions,
   numHeads: number,
 ): boolean {
+  const keyPaddingMask = opts.keyPaddingMask ?? null;
+  const attnMask = opts.attnMask ?? null;
   const rank = query.ndim;
   if (rank !== 2 && rank !== 3) {
     throw new RangeError(

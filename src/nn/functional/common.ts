@@ -26,6 +26,12 @@ export function aten(name: string, ...args: unknown[]): t.Tensor {
   return t.ops.call(name, ...args) as t.Tensor;
 }
 
+/** The output of an op that also returns indices (a `return_indices=False` call), the indices freed. */
+export function withoutIndices([out, indices]: [t.Tensor, t.Tensor]): t.Tensor {
+  indices.dispose();
+  return out;
+}
+
 /** PyTorch's `_verify_batch_size`: batch statistics need more than one value per channel. */
 export function verifyBatchSize(size: number[]): void {
   let n = size[0];

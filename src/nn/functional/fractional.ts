@@ -1,6 +1,7 @@
 // Fractional max pooling (torch.nn.functional.fractional_max_pool2d/3d): pooling regions
 // placed by random samples in [0, 1), one pair (triple) per batch entry and channel.
 import * as t from '../../core/index.ts';
+import { withoutIndices } from './common.ts';
 
 export interface FractionalMaxPoolOptions {
   /** Output spatial size; exactly one of outputSize / outputRatio. */
@@ -65,9 +66,7 @@ export function fractionalMaxPool2d(
   kernelSize: number | number[],
   opts: FractionalMaxPoolOptions = {},
 ): t.Tensor {
-  const [out, indices] = fractional(2, input, kernelSize, opts);
-  indices.dispose();
-  return out;
+  return withoutIndices(fractional(2, input, kernelSize, opts));
 }
 
 /** fractional_max_pool3d with return_indices=True: [output, indices]. */
@@ -84,7 +83,5 @@ export function fractionalMaxPool3d(
   kernelSize: number | number[],
   opts: FractionalMaxPoolOptions = {},
 ): t.Tensor {
-  const [out, indices] = fractional(3, input, kernelSize, opts);
-  indices.dispose();
-  return out;
+  return withoutIndices(fractional(3, input, kernelSize, opts));
 }

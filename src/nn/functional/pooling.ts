@@ -1,6 +1,6 @@
 // Pooling functions of torch.nn.functional.
 import * as t from '../../core/index.ts';
-import { aten, type IntOrPair } from './common.ts';
+import { aten, type IntOrPair, withoutIndices } from './common.ts';
 
 export interface MaxPool2dOptions {
   /** Default: kernelSize. */
@@ -10,15 +10,34 @@ export interface MaxPool2dOptions {
   ceilMode?: boolean;
 }
 
-export function maxPool2d(input: t.Tensor, kernelSize: IntOrPair, opts: MaxPool2dOptions = {}): t.Tensor {
-  return t.maxPool2d(
-    input,
-    kernelSize,
+interface MaxPoolNdOptions {
+  stride?: number | number[] | null;
+  padding?: number | number[];
+  dilation?: number | number[];
+  ceilMode?: boolean;
+}
+
+/** The max_pool ops' arguments after the kernel size, with PyTorch's defaults (stride: the kernel size). */
+function maxPoolArgs(kernelSize: number | number[], opts: MaxPoolNdOptions) {
+  return [opts.stride ?? kernelSize, opts.padding ?? 0, opts.dilation ?? 1, opts.ceilMode ?? false] as const;
+}
+
+/** The avg_pool ops' arguments after the kernel size (the 2-d and 3-d ops add divisor_override). */
+function avgPoolArgs(kernelSize: number | number[], opts: AvgPool2dOptions) {
+  return [
     opts.stride ?? kernelSize,
     opts.padding ?? 0,
-    opts.dilation ?? 1,
     opts.ceilMode ?? false,
-  );
+    opts.countIncludePad ?? true,
+  ] as const;
+}
+
+function withIndices(name: string, ...args: unknown[]): [t.Tensor, t.Tensor] {
+  return t.ops.call(name, ...args) as [t.Tensor, t.Tensor];
+}
+
+export function maxPool2d(input: t.Tensor, kernelSize: IntOrPair, opts: MaxPool2dOptions = {}): t.Tensor {
+  return t.maxPool2d(input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 /** max_pool2d with return_indices=True: [output, indices]. */
@@ -27,14 +46,7 @@ export function maxPool2dWithIndices(
   kernelSize: IntOrPair,
   opts: MaxPool2dOptions = {},
 ): [t.Tensor, t.Tensor] {
-  return t.maxPool2dWithIndices(
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.dilation ?? 1,
-    opts.ceilMode ?? false,
-  );
+  return t.maxPool2dWithIndices(input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 export interface AvgPool2dOptions {
@@ -49,15 +61,7 @@ export interface AvgPool2dOptions {
 }
 
 export function avgPool2d(input: t.Tensor, kernelSize: IntOrPair, opts: AvgPool2dOptions = {}): t.Tensor {
-  return t.avgPool2d(
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.ceilMode ?? false,
-    opts.countIncludePad ?? true,
-    opts.divisorOverride ?? null,
-  );
+  return t.avgPool2d(input, kernelSize, ...avgPoolArgs(kernelSize, opts), opts.divisorOverride ?? null);
 }
 
 export function adaptiveAvgPool2d(input: t.Tensor, outputSize: IntOrPair): t.Tensor {
@@ -66,9 +70,7 @@ export function adaptiveAvgPool2d(input: t.Tensor, outputSize: IntOrPair): t.Ten
 
 /** adaptive_max_pool2d without indices. */
 export function adaptiveMaxPool2d(input: t.Tensor, outputSize: IntOrPair): t.Tensor {
-  const [out, indices] = t.ops.call('aten::adaptive_max_pool2d', input, outputSize) as [t.Tensor, t.Tensor];
-  indices.dispose();
-  return out;
+  return withoutIndices(withIndices('aten::adaptive_max_pool2d', input, outputSize));
 }
 
 /** average pooling over [N, C, L] input. */
@@ -82,15 +84,7 @@ export function avgPool1d(
     countIncludePad?: boolean;
   } = {},
 ): t.Tensor {
-  return aten(
-    'aten::avg_pool1d',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.ceilMode ?? false,
-    opts.countIncludePad ?? true,
-  );
+  return aten('aten::avg_pool1d', input, kernelSize, ...avgPoolArgs(kernelSize, opts));
 }
 
 /** max pooling over [N, C, L] input. */
@@ -104,15 +98,7 @@ export function maxPool1d(
     ceilMode?: boolean;
   } = {},
 ): t.Tensor {
-  return aten(
-    'aten::max_pool1d',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.dilation ?? 1,
-    opts.ceilMode ?? false,
-  );
+  return aten('aten::max_pool1d', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 export function adaptiveAvgPool1d(input: t.Tensor, outputSize: number | [number]): t.Tensor {
@@ -121,9 +107,7 @@ export function adaptiveAvgPool1d(input: t.Tensor, outputSize: number | [number]
 
 /** adaptive_max_pool1d without indices. */
 export function adaptiveMaxPool1d(input: t.Tensor, outputSize: number | [number]): t.Tensor {
-  const [out, indices] = t.ops.call('aten::adaptive_max_pool1d', input, outputSize) as [t.Tensor, t.Tensor];
-  indices.dispose();
-  return out;
+  return withoutIndices(withIndices('aten::adaptive_max_pool1d', input, outputSize));
 }
 
 export function avgPool3d(
@@ -137,16 +121,8 @@ export function avgPool3d(
     divisorOverride?: number | null;
   } = {},
 ): t.Tensor {
-  return aten(
-    'aten::avg_pool3d',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.ceilMode ?? false,
-    opts.countIncludePad ?? true,
-    opts.divisorOverride ?? null,
-  );
+  const divisorOverride = opts.divisorOverride ?? null;
+  return aten('aten::avg_pool3d', input, kernelSize, ...avgPoolArgs(kernelSize, opts), divisorOverride);
 }
 
 export function maxPool3d(
@@ -159,30 +135,16 @@ export function maxPool3d(
     ceilMode?: boolean;
   } = {},
 ): t.Tensor {
-  return aten(
-    'aten::max_pool3d',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.dilation ?? 1,
-    opts.ceilMode ?? false,
-  );
+  return aten('aten::max_pool3d', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 export function adaptiveAvgPool3d(input: t.Tensor, outputSize: number | number[]): t.Tensor {
   return aten('aten::adaptive_avg_pool3d', input, outputSize);
 }
 
-function withIndices(name: string, ...args: unknown[]): [t.Tensor, t.Tensor] {
-  return t.ops.call(name, ...args) as [t.Tensor, t.Tensor];
-}
-
 /** adaptive_max_pool3d without indices. */
 export function adaptiveMaxPool3d(input: t.Tensor, outputSize: number | number[]): t.Tensor {
-  const [out, indices] = withIndices('aten::adaptive_max_pool3d', input, outputSize);
-  indices.dispose();
-  return out;
+  return withoutIndices(withIndices('aten::adaptive_max_pool3d', input, outputSize));
 }
 
 /** adaptive_max_pool1d with return_indices=True: [output, indices]. */
@@ -206,28 +168,13 @@ export function adaptiveMaxPool3dWithIndices(
   return withIndices('aten::adaptive_max_pool3d', input, outputSize);
 }
 
-interface MaxPoolNdOptions {
-  stride?: number | number[] | null;
-  padding?: number | number[];
-  dilation?: number | number[];
-  ceilMode?: boolean;
-}
-
 /** max_pool1d with return_indices=True: [output, indices]. */
 export function maxPool1dWithIndices(
   input: t.Tensor,
   kernelSize: number | [number],
   opts: MaxPoolNdOptions = {},
 ): [t.Tensor, t.Tensor] {
-  return withIndices(
-    'aten::max_pool1d_with_indices',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.dilation ?? 1,
-    opts.ceilMode ?? false,
-  );
+  return withIndices('aten::max_pool1d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 /** max_pool3d with return_indices=True: [output, indices]. */
@@ -236,15 +183,7 @@ export function maxPool3dWithIndices(
   kernelSize: number | number[],
   opts: MaxPoolNdOptions = {},
 ): [t.Tensor, t.Tensor] {
-  return withIndices(
-    'aten::max_pool3d_with_indices',
-    input,
-    kernelSize,
-    opts.stride ?? kernelSize,
-    opts.padding ?? 0,
-    opts.dilation ?? 1,
-    opts.ceilMode ?? false,
-  );
+  return withIndices('aten::max_pool3d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
 }
 
 function tupleOf(v: number | number[], n: number, what: string): number[] {

@@ -1,11 +1,21 @@
-// BatchNorm1d/2d/3d with PyTorch's running-statistics semantics (torch's
-// _BatchNorm: one class, each subclass only checks its input's rank).
+// torch.nn.modules.batchnorm: _NormBase (the state BatchNorm and InstanceNorm share, with
+// PyTorch's names: `weight`, `bias`, `running_mean`, `running_var`, `num_batches_tracked`),
+// BatchNorm1d/2d/3d over one class whose subclasses only check the input's rank, and
+// LazyBatchNorm1d/2d/3d, whose numFeatures comes from the first input.
 import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
+import {
+  isUninitialized,
+  LazyModuleMixin,
+  type LazySpec,
+  materialize,
+  ownTensors,
+  setInferredSize,
+} from './lazy.ts';
 import type { FactoryOptions } from './linear.ts';
 
 export interface BatchNormOptions extends FactoryOptions {
@@ -19,12 +29,12 @@ export interface BatchNormOptions extends FactoryOptions {
 }
 
 /**
- * Batch normalisation over channel dim 1. State names match PyTorch's (`weight`, `bias`,
- * `running_mean`, `running_var`, `num_batches_tracked`); the buffers are read through
- * camelCase getters. In training mode the kernel updates the running statistics in
- * place and `num_batches_tracked` counts the batches.
+ * torch's _NormBase: per-channel affine weight (ones) and bias (zeros) and the running
+ * statistics (mean 0, var 1, an int64 batch count), each only when asked for; the
+ * buffers are read through camelCase getters. `defaults` are the family's own defaults
+ * of `affine` and `trackRunningStats` (BatchNorm: true, InstanceNorm: false).
  */
-export abstract class BatchNorm extends Module {
+export abstract class _NormBase extends Module {
   readonly numFeatures: number;
   readonly eps: number;
   momentum: number | null;
@@ -33,13 +43,13 @@ export abstract class BatchNorm extends Module {
   weight: t.Tensor | null;
   bias: t.Tensor | null;
 
-  constructor(numFeatures: number, opts: BatchNormOptions = {}) {
+  constructor(numFeatures: number, opts: BatchNormOptions, defaults: boolean) {
     super();
     this.numFeatures = numFeatures;
     this.eps = opts.eps ?? 1e-5;
     this.momentum = opts.momentum === undefined ? 0.1 : opts.momentum;
-    this.affine = opts.affine ?? true;
-    this.trackRunningStats = opts.trackRunningStats ?? true;
+    this.affine = opts.affine ?? defaults;
+    this.trackRunningStats = opts.trackRunningStats ?? defaults;
     const factory = { dtype: opts.dtype, device: opts.device };
     this.weight = this.registerParameter(
       'weight',
@@ -65,17 +75,13 @@ export abstract class BatchNorm extends Module {
   get runningVar(): t.Tensor | null {
     return this._buffers.get('running_var') ?? null;
   }
-  /** The int64 0-d count of training batches seen (a tensor, like PyTorch's buffer). */
-  get numBatchesTracked(): t.Tensor | null {
-    return this._buffers.get('num_batches_tracked') ?? null;
-  }
 
   resetRunningStats(): void {
     if (!this.trackRunningStats) return;
     noGrad(() => {
       this.runningMean?.zero_();
       this.runningVar?.fill_(1);
-      this.numBatchesTracked?.zero_();
+      this._buffers.get('num_batches_tracked')?.zero_();
     });
   }
 
@@ -84,9 +90,6 @@ export abstract class BatchNorm extends Module {
     if (this.weight !== null) init.ones_(this.weight);
     if (this.bias !== null) init.zeros_(this.bias);
   }
-
-  /** Throws a RangeError unless the input has the rank this variant normalises. */
-  protected abstract checkInputDim(input: t.Tensor): void;
 
   /**
    * A state dict from before PyTorch 0.4.1 has no `num_batches_tracked`; as PyTorch's
@@ -97,8 +100,33 @@ export abstract class BatchNorm extends Module {
     if (!this.trackRunningStats) return;
     const key = `${prefix}num_batches_tracked`;
     if (stateDict.has(key)) return;
-    stateDict.set(key, this.numBatchesTracked ?? t.zeros([], { dtype: 'int64' }));
+    stateDict.set(key, this._buffers.get('num_batches_tracked') ?? t.zeros([], { dtype: 'int64' }));
   }
+
+  override extraRepr(): string {
+    const m = this.momentum === null ? 'None' : String(this.momentum);
+    const b = (x: boolean) => (x ? 'True' : 'False');
+    return `${this.numFeatures}, eps=${this.eps}, momentum=${m}, affine=${b(this.affine)}, track_running_stats=${b(this.trackRunningStats)}`;
+  }
+}
+
+/**
+ * Batch normalisation over channel dim 1 (torch's _BatchNorm). In training mode the
+ * kernel updates the running statistics in place and `num_batches_tracked` counts the
+ * batches.
+ */
+export abstract class BatchNorm extends _NormBase {
+  constructor(numFeatures: number, opts: BatchNormOptions = {}) {
+    super(numFeatures, opts, true);
+  }
+
+  /** The int64 0-d count of training batches seen (a tensor, like PyTorch's buffer). */
+  get numBatchesTracked(): t.Tensor | null {
+    return this._buffers.get('num_batches_tracked') ?? null;
+  }
+
+  /** Throws a RangeError unless the input has the rank this variant normalises. */
+  protected abstract checkInputDim(input: t.Tensor): void;
 
   override forward(input: t.Tensor): t.Tensor {
     this.checkInputDim(input);
@@ -121,34 +149,69 @@ export abstract class BatchNorm extends Module {
       eps: this.eps,
     });
   }
+}
 
-  override extraRepr(): string {
-    const m = this.momentum === null ? 'None' : String(this.momentum);
-    const b = (x: boolean) => (x ? 'True' : 'False');
-    return `${this.numFeatures}, eps=${this.eps}, momentum=${m}, affine=${b(this.affine)}, track_running_stats=${b(this.trackRunningStats)}`;
+/** Throws PyTorch's RangeError unless `input` has one of the ranks `dims`. */
+function expectRank(input: t.Tensor, dims: number[]): void {
+  if (!dims.includes(input.ndim)) {
+    throw new RangeError(
+      `expected ${dims.map((d) => `${d}D`).join(' or ')} input (got ${input.ndim}D input)`,
+    );
   }
 }
 
 /** BatchNorm over [N, C] or [N, C, L] input (torch.nn.BatchNorm1d). */
 export class BatchNorm1d extends BatchNorm {
   protected override checkInputDim(input: t.Tensor): void {
-    const dim = input.ndim;
-    if (dim !== 2 && dim !== 3) throw new RangeError(`expected 2D or 3D input (got ${dim}D input)`);
+    expectRank(input, [2, 3]);
   }
 }
 
 /** BatchNorm over [N, C, H, W] input (torch.nn.BatchNorm2d). */
 export class BatchNorm2d extends BatchNorm {
   protected override checkInputDim(input: t.Tensor): void {
-    const dim = input.ndim;
-    if (dim !== 4) throw new RangeError(`expected 4D input (got ${dim}D input)`);
+    expectRank(input, [4]);
   }
 }
 
 /** BatchNorm over [N, C, D, H, W] input (torch.nn.BatchNorm3d). */
 export class BatchNorm3d extends BatchNorm {
   protected override checkInputDim(input: t.Tensor): void {
-    const dim = input.ndim;
-    if (dim !== 5) throw new RangeError(`expected 5D input (got ${dim}D input)`);
+    expectRank(input, [5]);
+  }
+}
+
+/**
+ * PyTorch's _LazyNormBase, for the batch and instance norms: numFeatures is input.shape[1]
+ * of the first input; the affine parameters and running statistics wait for it.
+ */
+export const LAZY_NORM: LazySpec<_NormBase> = {
+  size: (m) => m.numFeatures,
+  placeholders: ['weight', 'bias', 'running_mean', 'running_var'],
+  initialize(m, input) {
+    const n = input.shape[1];
+    setInferredSize(m, 'numFeatures', n);
+    for (const [, v] of ownTensors(m)) if (isUninitialized(v)) materialize(v, [n]);
+  },
+};
+
+/** BatchNorm1d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm1d). */
+export class LazyBatchNorm1d extends LazyModuleMixin(BatchNorm1d, LAZY_NORM) {
+  constructor(opts: BatchNormOptions = {}) {
+    super(0, opts);
+  }
+}
+
+/** BatchNorm2d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm2d). */
+export class LazyBatchNorm2d extends LazyModuleMixin(BatchNorm2d, LAZY_NORM) {
+  constructor(opts: BatchNormOptions = {}) {
+    super(0, opts);
+  }
+}
+
+/** BatchNorm3d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm3d). */
+export class LazyBatchNorm3d extends LazyModuleMixin(BatchNorm3d, LAZY_NORM) {
+  constructor(opts: BatchNormOptions = {}) {
+    super(0, opts);
   }
 }

@@ -1,6 +1,7 @@
-// Sequential, ModuleList, ModuleDict and ParameterList. List children are registered
-// under '0', '1', ... (PyTorch's names, hence torchvision's `layer1.0.conv1.weight`
-// keys) and reached with get(i); ModuleDict's under their keys.
+// torch.nn.modules.container: Sequential, ModuleList, ModuleDict, ParameterList,
+// ParameterDict and the deprecated Container. List children are registered under '0',
+// '1', ... (PyTorch's names, hence torchvision's `layer1.0.conv1.weight` keys) and reached
+// with get(i); the dicts' under their keys.
 import type * as t from '../../core/index.ts';
 import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
@@ -94,18 +95,71 @@ function entriesOf(modules: ModuleEntries): Iterable<[string, Module]> {
 }
 
 /**
+ * What ModuleDict and ParameterDict share: torch.nn.ModuleDict's dict methods over one of
+ * the module's registries, in insertion order; `get`/`has`/`delete` stand for `d[k]`,
+ * `k in d` and `del d[k]`.
+ */
+export abstract class _DictBase<V> extends Module {
+  /** The registry the dict is a view of. */
+  protected abstract get registry(): Map<string, V | null>;
+
+  /** The entry under `key`, or a RangeError. */
+  abstract get(key: string): V;
+
+  get length(): number {
+    return this.registry.size;
+  }
+
+  has(key: string): boolean {
+    return this.registry.has(key);
+  }
+
+  delete(key: string): boolean {
+    return this.registry.delete(key);
+  }
+
+  /** Removes and returns the entry under `key`. */
+  pop(key: string): V {
+    const v = this.get(key);
+    this.registry.delete(key);
+    return v;
+  }
+
+  clear(): void {
+    this.registry.clear();
+  }
+
+  keys(): string[] {
+    return [...this.registry.keys()];
+  }
+
+  values(): V[] {
+    return [...this.registry.values()].filter((v): v is V => v !== null);
+  }
+
+  items(): [string, V][] {
+    return [...this.registry].filter((e): e is [string, V] => e[1] !== null);
+  }
+
+  /** Iterates over the keys, as a Python dict does. */
+  [Symbol.iterator](): IterableIterator<string> {
+    return this.keys()[Symbol.iterator]();
+  }
+}
+
+/**
  * Holds submodules by name (registered under the names, so their state-dict keys are
  * `<dict>.<name>.…`), in insertion order; no forward. torch.nn.ModuleDict's methods:
  * `get`/`set`/`has`/`delete` for `d[k]`, `d[k] = m`, `k in d`, `del d[k]`.
  */
-export class ModuleDict extends Module {
+export class ModuleDict extends _DictBase<Module> {
   constructor(modules: ModuleEntries = []) {
     super();
     this.update(modules);
   }
 
-  get length(): number {
-    return this._modules.size;
+  protected override get registry(): Map<string, Module | null> {
+    return this._modules;
   }
 
   get(key: string): Module {
@@ -126,45 +180,9 @@ export class ModuleDict extends Module {
     return this;
   }
 
-  has(key: string): boolean {
-    return this._modules.has(key);
-  }
-
-  delete(key: string): boolean {
-    return this._modules.delete(key);
-  }
-
-  /** Removes and returns the module under `key`. */
-  pop(key: string): Module {
-    const m = this.get(key);
-    this._modules.delete(key);
-    return m;
-  }
-
-  clear(): void {
-    this._modules.clear();
-  }
-
-  keys(): string[] {
-    return [...this._modules.keys()];
-  }
-
-  values(): Module[] {
-    return [...this._modules.values()].filter((m): m is Module => m !== null);
-  }
-
-  items(): [string, Module][] {
-    return [...this._modules].filter((e): e is [string, Module] => e[1] !== null);
-  }
-
   update(modules: ModuleEntries): this {
     for (const [key, m] of entriesOf(modules)) this.set(key, m);
     return this;
-  }
-
-  /** Iterates over the keys, as a Python dict does. */
-  [Symbol.iterator](): IterableIterator<string> {
-    return this.keys()[Symbol.iterator]();
   }
 }
 
@@ -231,14 +249,14 @@ export type ParameterEntries =
  * constructor or update() is sorted by key, as PyTorch sorts a dict there; a Map, pairs
  * and set() keep insertion order.
  */
-export class ParameterDict extends Module {
+export class ParameterDict extends _DictBase<t.Tensor> {
   constructor(values: ParameterEntries = []) {
     super();
     this.update(values);
   }
 
-  get length(): number {
-    return this._parameters.size;
+  protected override get registry(): Map<string, t.Tensor | null> {
+    return this._parameters;
   }
 
   get(key: string): t.Tensor {
@@ -254,36 +272,6 @@ export class ParameterDict extends Module {
     return this;
   }
 
-  has(key: string): boolean {
-    return this._parameters.has(key);
-  }
-
-  delete(key: string): boolean {
-    return this._parameters.delete(key);
-  }
-
-  pop(key: string): t.Tensor {
-    const p = this.get(key);
-    this._parameters.delete(key);
-    return p;
-  }
-
-  clear(): void {
-    this._parameters.clear();
-  }
-
-  keys(): string[] {
-    return [...this._parameters.keys()];
-  }
-
-  values(): t.Tensor[] {
-    return [...this._parameters.values()].filter((p): p is t.Tensor => p !== null);
-  }
-
-  items(): [string, t.Tensor][] {
-    return [...this._parameters].filter((e): e is [string, t.Tensor] => e[1] !== null);
-  }
-
   update(values: ParameterEntries): this {
     // As PyTorch: a Map (its OrderedDict) or pairs keep their order; a plain record
     // (its dict) is taken in sorted key order.
@@ -293,10 +281,6 @@ export class ParameterDict extends Module {
         : Object.entries(values).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     for (const [k, v] of entries) this.set(k, v);
     return this;
-  }
-
-  [Symbol.iterator](): IterableIterator<string> {
-    return this.keys()[Symbol.iterator]();
   }
 }
 

@@ -1,203 +1,328 @@
-// Conv1d and Conv2d.
-import * as t from '../../core/index.ts';
+// torch.nn.modules.conv: Conv1d/2d/3d and ConvTranspose1d/2d/3d over one base, _ConvNd
+// (the channel and group checks, sizes as one int per spatial dim, PyTorch's weight
+// layouts and default init, the repr), and their lazy forms, whose inChannels comes from
+// the first input.
+import type * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
-import { Parameter } from '../parameter.ts';
-import { type FactoryOptions, resetWeightAndBias } from './linear.ts';
+import { LazyModuleMixin, type LazySpec, materialize, setInferredSize } from './lazy.ts';
+import { type FactoryOptions, registerWeightAndBias, resetWeightAndBias } from './linear.ts';
 
-export interface Conv2dOptions extends FactoryOptions {
-  stride?: F.IntOrPair;
-  padding?: F.IntOrPair | 'same' | 'valid';
-  dilation?: F.IntOrPair;
+type Ints = number | number[];
+
+/** The options of every convolution; `S` is how a size is given (an int, or one per spatial dim). */
+interface ConvNdOptions<S> extends FactoryOptions {
+  stride?: S;
+  padding?: S | 'same' | 'valid';
+  dilation?: S;
   groups?: number;
   bias?: boolean;
+}
+
+export interface Conv1dOptions extends ConvNdOptions<number | [number]> {
   /** Only 'zeros' (the default) is supported. */
   paddingMode?: 'zeros';
 }
 
-function pair(v: F.IntOrPair, name: string): [number, number] {
-  const p = typeof v === 'number' ? [v, v] : v;
-  if (p.length !== 2 || !p.every((x) => Number.isInteger(x))) {
-    throw new TypeError(`Conv2d: ${name} must be an integer or a pair of integers, got ${JSON.stringify(v)}`);
-  }
-  return [p[0], p[1]];
+export interface Conv2dOptions extends ConvNdOptions<F.IntOrPair> {
+  /** Only 'zeros' (the default) is supported. */
+  paddingMode?: 'zeros';
 }
 
-/** 2-d convolution over [N, C, H, W] input; weight [out, in/groups, kH, kW]. */
-export class Conv2d extends Module {
+export interface Conv3dOptions extends ConvNdOptions<Ints> {}
+
+export interface ConvTransposeOptions extends FactoryOptions {
+  stride?: Ints;
+  padding?: Ints;
+  outputPadding?: Ints;
+  groups?: number;
+  bias?: boolean;
+  dilation?: Ints;
+}
+
+const TUPLE_TEXT = ['', 'a 1-tuple of integers', 'a pair of integers', '3 integers'];
+
+/** `v` as one integer per spatial dim (PyTorch's _single/_pair/_triple), checked. */
+function ntuple(v: Ints, dims: number, what: string): number[] {
+  const out = typeof v === 'number' ? Array.from({ length: dims }, () => v) : [...v];
+  if (out.length !== dims || !out.every(Number.isInteger)) {
+    throw new TypeError(`${what} must be an integer or ${TUPLE_TEXT[dims]}, got ${JSON.stringify(v)}`);
+  }
+  return out;
+}
+
+/** A size as PyTorch prints a tuple: `(3,)`, `(3, 3)`. */
+const tupleText = (p: number[]) => `(${p.join(', ')}${p.length === 1 ? ',' : ''})`;
+
+/**
+ * torch's _ConvNd: what every convolution shares. `Size` is the type of its per-dim sizes
+ * ([number] for Conv1d, [number, number] for Conv2d, number[] otherwise). The weight is
+ * [out, in/groups, *kernel], or [in, out/groups, *kernel] for a transposed convolution.
+ */
+export abstract class _ConvNd<Size extends number[]> extends Module {
   readonly inChannels: number;
   readonly outChannels: number;
-  readonly kernelSize: [number, number];
-  readonly stride: [number, number];
-  readonly padding: [number, number] | 'same' | 'valid';
-  readonly dilation: [number, number];
+  readonly kernelSize: Size;
+  readonly stride: Size;
+  readonly padding: Size | 'same' | 'valid';
+  readonly dilation: Size;
   readonly groups: number;
   weight: t.Tensor;
   bias: t.Tensor | null;
 
-  constructor(inChannels: number, outChannels: number, kernelSize: F.IntOrPair, opts: Conv2dOptions = {}) {
+  /** `cls` names the class in error messages; `opts.paddingMode` is refused unless 'zeros'. */
+  constructor(
+    cls: string,
+    dims: 1 | 2 | 3,
+    inChannels: number,
+    outChannels: number,
+    kernelSize: Ints,
+    opts: ConvNdOptions<Ints> & { paddingMode?: string },
+    transposed: boolean,
+  ) {
     super();
     const groups = opts.groups ?? 1;
-    if (!Number.isInteger(groups) || groups <= 0) throw new RangeError('groups must be a positive integer');
-    if (inChannels % groups !== 0) throw new RangeError('in_channels must be divisible by groups');
-    if (outChannels % groups !== 0) throw new RangeError('out_channels must be divisible by groups');
+    if (!Number.isInteger(groups) || groups <= 0)
+      throw new RangeError(`${cls}: groups must be a positive integer`);
+    if (inChannels % groups !== 0) throw new RangeError(`${cls}: in_channels must be divisible by groups`);
+    if (outChannels % groups !== 0) throw new RangeError(`${cls}: out_channels must be divisible by groups`);
     if ((opts.paddingMode ?? 'zeros') !== 'zeros') {
-      throw new RangeError(`Conv2d: paddingMode '${opts.paddingMode}' is not supported (only 'zeros')`);
+      throw new RangeError(`${cls}: paddingMode '${opts.paddingMode}' is not supported (only 'zeros')`);
     }
     this.inChannels = inChannels;
     this.outChannels = outChannels;
-    this.kernelSize = pair(kernelSize, 'kernelSize');
-    this.stride = pair(opts.stride ?? 1, 'stride');
-    this.dilation = pair(opts.dilation ?? 1, 'dilation');
+    this.kernelSize = ntuple(kernelSize, dims, `${cls}: kernelSize`) as Size;
+    this.stride = ntuple(opts.stride ?? 1, dims, `${cls}: stride`) as Size;
     const padding = opts.padding ?? 0;
-    if (typeof padding === 'string') {
+    if (typeof padding !== 'string' || transposed) {
+      this.padding = ntuple(padding as Ints, dims, `${cls}: padding`) as Size;
+    } else {
       if (padding !== 'same' && padding !== 'valid') {
         throw new RangeError(`Invalid padding string '${padding}', should be one of 'valid', 'same'`);
       }
-      if (padding === 'same' && (this.stride[0] !== 1 || this.stride[1] !== 1)) {
+      if (padding === 'same' && this.stride.some((s) => s !== 1)) {
         throw new RangeError("padding='same' is not supported for strided convolutions");
       }
       this.padding = padding;
-    } else {
-      this.padding = pair(padding, 'padding');
     }
+    this.dilation = ntuple(opts.dilation ?? 1, dims, `${cls}: dilation`) as Size;
     this.groups = groups;
-    const factory = { dtype: opts.dtype, device: opts.device };
-    this.weight = this.registerParameter(
-      'weight',
-      Parameter(t.empty([outChannels, inChannels / groups, ...this.kernelSize], factory)),
-    );
-    this.bias = this.registerParameter(
-      'bias',
-      opts.bias === false ? null : Parameter(t.empty([outChannels], factory)),
-    );
+    const [weightIn, weightOut] = transposed ? [inChannels, outChannels] : [outChannels, inChannels];
+    const weightShape = [weightIn, weightOut / groups, ...this.kernelSize];
+    [this.weight, this.bias] = registerWeightAndBias(this, weightShape, outChannels, opts);
     this.resetParameters();
   }
 
-  /** kaiming_uniform_(a=√5) for the weight, U(±1/√fanIn) for the bias, as torch.nn.Conv2d. */
+  /** kaiming_uniform_(a=√5) for the weight, U(±1/√fanIn) for the bias, as torch's convolutions. */
   resetParameters(): void {
     resetWeightAndBias(this.weight, this.bias);
   }
 
-  override forward(input: t.Tensor): t.Tensor {
-    return F.conv2d(input, this.weight, this.bias, {
-      stride: this.stride,
-      padding: this.padding,
-      dilation: this.dilation,
-      groups: this.groups,
-    });
+  /** The functional's options that the module holds. */
+  protected convOptions(): F.ConvOptions {
+    return { stride: this.stride, padding: this.padding, dilation: this.dilation, groups: this.groups };
+  }
+
+  /** The output_padding part of the repr (transposed convolutions only). */
+  protected outputPaddingText(): string {
+    return '';
   }
 
   override extraRepr(): string {
-    const tup = (p: [number, number]) => `(${p[0]}, ${p[1]})`;
-    let s = `${this.inChannels}, ${this.outChannels}, kernel_size=${tup(this.kernelSize)}, stride=${tup(this.stride)}`;
+    let s = `${this.inChannels}, ${this.outChannels}, kernel_size=${tupleText(this.kernelSize)}, stride=${tupleText(this.stride)}`;
     if (typeof this.padding === 'string') s += `, padding=${this.padding}`;
-    else if (this.padding[0] !== 0 || this.padding[1] !== 0) s += `, padding=${tup(this.padding)}`;
-    if (this.dilation[0] !== 1 || this.dilation[1] !== 1) s += `, dilation=${tup(this.dilation)}`;
+    else if (this.padding.some((p) => p !== 0)) s += `, padding=${tupleText(this.padding)}`;
+    if (this.dilation.some((d) => d !== 1)) s += `, dilation=${tupleText(this.dilation)}`;
+    s += this.outputPaddingText();
     if (this.groups !== 1) s += `, groups=${this.groups}`;
     if (this.bias === null) s += ', bias=False';
     return s;
   }
 }
 
-export interface Conv1dOptions extends FactoryOptions {
-  stride?: number | [number];
-  padding?: number | [number] | 'same' | 'valid';
-  dilation?: number | [number];
-  groups?: number;
-  bias?: boolean;
-  /** Only 'zeros' (the default) is supported. */
-  paddingMode?: 'zeros';
-}
-
-function single(v: number | number[], name: string): [number] {
-  const p = typeof v === 'number' ? [v] : v;
-  if (p.length !== 1 || !Number.isInteger(p[0])) {
-    throw new TypeError(
-      `Conv1d: ${name} must be an integer or a 1-tuple of integers, got ${JSON.stringify(v)}`,
-    );
-  }
-  return [p[0]];
-}
-
 /** 1-d convolution over [N, C, L] input; weight [out, in/groups, k] (torch.nn.Conv1d). */
-export class Conv1d extends Module {
-  readonly inChannels: number;
-  readonly outChannels: number;
-  readonly kernelSize: [number];
-  readonly stride: [number];
-  readonly padding: [number] | 'same' | 'valid';
-  readonly dilation: [number];
-  readonly groups: number;
-  weight: t.Tensor;
-  bias: t.Tensor | null;
-
+export class Conv1d extends _ConvNd<[number]> {
   constructor(
     inChannels: number,
     outChannels: number,
     kernelSize: number | [number],
     opts: Conv1dOptions = {},
   ) {
-    super();
-    const groups = opts.groups ?? 1;
-    if (!Number.isInteger(groups) || groups <= 0) throw new RangeError('groups must be a positive integer');
-    if (inChannels % groups !== 0) throw new RangeError('in_channels must be divisible by groups');
-    if (outChannels % groups !== 0) throw new RangeError('out_channels must be divisible by groups');
-    if ((opts.paddingMode ?? 'zeros') !== 'zeros') {
-      throw new RangeError(`Conv1d: paddingMode '${opts.paddingMode}' is not supported (only 'zeros')`);
-    }
-    this.inChannels = inChannels;
-    this.outChannels = outChannels;
-    this.kernelSize = single(kernelSize, 'kernelSize');
-    this.stride = single(opts.stride ?? 1, 'stride');
-    this.dilation = single(opts.dilation ?? 1, 'dilation');
-    const padding = opts.padding ?? 0;
-    if (typeof padding === 'string') {
-      if (padding !== 'same' && padding !== 'valid') {
-        throw new RangeError(`Invalid padding string '${padding}', should be one of 'valid', 'same'`);
-      }
-      if (padding === 'same' && this.stride[0] !== 1) {
-        throw new RangeError("padding='same' is not supported for strided convolutions");
-      }
-      this.padding = padding;
-    } else {
-      this.padding = single(padding, 'padding');
-    }
-    this.groups = groups;
-    const factory = { dtype: opts.dtype, device: opts.device };
-    this.weight = this.registerParameter(
-      'weight',
-      Parameter(t.empty([outChannels, inChannels / groups, ...this.kernelSize], factory)),
-    );
-    this.bias = this.registerParameter(
-      'bias',
-      opts.bias === false ? null : Parameter(t.empty([outChannels], factory)),
-    );
-    this.resetParameters();
-  }
-
-  /** kaiming_uniform_(a=√5) for the weight, U(±1/√fanIn) for the bias, as torch.nn.Conv1d. */
-  resetParameters(): void {
-    resetWeightAndBias(this.weight, this.bias);
+    super('Conv1d', 1, inChannels, outChannels, kernelSize, opts, false);
   }
 
   override forward(input: t.Tensor): t.Tensor {
-    return F.conv1d(input, this.weight, this.bias, {
-      stride: this.stride,
-      padding: this.padding,
-      dilation: this.dilation,
-      groups: this.groups,
+    return F.conv1d(input, this.weight, this.bias, this.convOptions());
+  }
+}
+
+/** 2-d convolution over [N, C, H, W] input; weight [out, in/groups, kH, kW] (torch.nn.Conv2d). */
+export class Conv2d extends _ConvNd<[number, number]> {
+  constructor(inChannels: number, outChannels: number, kernelSize: F.IntOrPair, opts: Conv2dOptions = {}) {
+    super('Conv2d', 2, inChannels, outChannels, kernelSize, opts, false);
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.conv2d(input, this.weight, this.bias, this.convOptions());
+  }
+}
+
+/** 3-d convolution over [N, C, D, H, W]; weight [out, in/groups, kD, kH, kW] (torch.nn.Conv3d). */
+export class Conv3d extends _ConvNd<number[]> {
+  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: Conv3dOptions = {}) {
+    super('Conv3d', 3, inChannels, outChannels, kernelSize, opts, false);
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.conv3d(input, this.weight, this.bias, this.convOptions());
+  }
+}
+
+/**
+ * Transposed convolution (torch's _ConvTransposeNd); weight [in, out/groups, *kernel].
+ * forward(input, outputSize?) picks the output padding that gives `outputSize`.
+ */
+export abstract class ConvTranspose extends _ConvNd<number[]> {
+  declare readonly padding: number[];
+  readonly outputPadding: number[];
+
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: Ints,
+    opts: ConvTransposeOptions,
+    private readonly dims: 1 | 2 | 3,
+  ) {
+    super(`ConvTranspose${dims}d`, dims, inChannels, outChannels, kernelSize, opts, true);
+    this.outputPadding = ntuple(opts.outputPadding ?? 0, dims, `ConvTranspose${dims}d: outputPadding`);
+  }
+
+  /** PyTorch's _output_padding: the output padding that gives `outputSize`. */
+  protected outputPaddingFor(input: t.Tensor, outputSize: number[] | null): number[] {
+    if (outputSize === null) return this.outputPadding;
+    const n = this.dims;
+    const nonSpatial = input.ndim === n + 2 ? 2 : 1;
+    const size = outputSize.length === nonSpatial + n ? outputSize.slice(nonSpatial) : outputSize;
+    if (size.length !== n) {
+      throw new RangeError(
+        `ConvTranspose${n}d: outputSize must have ${n} or ${n + nonSpatial} elements (got ${outputSize.length})`,
+      );
+    }
+    return size.map((s, d) => {
+      const min =
+        (input.shape[d + nonSpatial] - 1) * this.stride[d] -
+        2 * this.padding[d] +
+        this.dilation[d] * (this.kernelSize[d] - 1) +
+        1;
+      const max = min + this.stride[d] - 1;
+      if (s < min || s > max) {
+        throw new RangeError(
+          `requested an output size of [${size.join(', ')}], but valid sizes range from [${min}] to [${max}] in dim ${d}`,
+        );
+      }
+      return s - min;
     });
   }
 
-  override extraRepr(): string {
-    const tup = (p: [number]) => `(${p[0]},)`;
-    let s = `${this.inChannels}, ${this.outChannels}, kernel_size=${tup(this.kernelSize)}, stride=${tup(this.stride)}`;
-    if (typeof this.padding === 'string') s += `, padding=${this.padding}`;
-    else if (this.padding[0] !== 0) s += `, padding=${tup(this.padding)}`;
-    if (this.dilation[0] !== 1) s += `, dilation=${tup(this.dilation)}`;
-    if (this.groups !== 1) s += `, groups=${this.groups}`;
-    if (this.bias === null) s += ', bias=False';
-    return s;
+  override forward(input: t.Tensor, outputSize: number[] | null = null): t.Tensor {
+    const opts = {
+      stride: this.stride,
+      padding: this.padding,
+      outputPadding: this.outputPaddingFor(input, outputSize),
+      groups: this.groups,
+      dilation: this.dilation,
+    };
+    if (this.dims === 1) return F.convTranspose1d(input, this.weight, this.bias, opts);
+    if (this.dims === 2) return F.convTranspose2d(input, this.weight, this.bias, opts);
+    return F.convTranspose3d(input, this.weight, this.bias, opts);
+  }
+
+  protected override outputPaddingText(): string {
+    return this.outputPadding.some((p) => p !== 0) ? `, output_padding=${tupleText(this.outputPadding)}` : '';
+  }
+}
+
+/** Transposed 1-d convolution over [N, C, L] input (torch.nn.ConvTranspose1d). */
+export class ConvTranspose1d extends ConvTranspose {
+  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
+    super(inChannels, outChannels, kernelSize, opts, 1);
+  }
+}
+
+/** Transposed 2-d convolution over [N, C, H, W] input (torch.nn.ConvTranspose2d). */
+export class ConvTranspose2d extends ConvTranspose {
+  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
+    super(inChannels, outChannels, kernelSize, opts, 2);
+  }
+}
+
+/** Transposed 3-d convolution over [N, C, D, H, W] input (torch.nn.ConvTranspose3d). */
+export class ConvTranspose3d extends ConvTranspose {
+  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
+    super(inChannels, outChannels, kernelSize, opts, 3);
+  }
+}
+
+// The lazy convolutions (PyTorch's _LazyConvXdMixin): inChannels is dim 1 of the first
+// input (dim 0 of an unbatched one).
+const LAZY_CONV: LazySpec<_ConvNd<number[]>> = {
+  size: (m) => m.inChannels,
+  placeholders: ['weight', 'bias'],
+  initialize(m, input) {
+    const spatial = m.kernelSize.length;
+    if (input.ndim !== spatial + 1 && input.ndim !== spatial + 2) {
+      throw new RangeError(
+        `Expected ${spatial + 1}D (unbatched) or ${spatial + 2}D (batched) input, but got input of size: [${input.shape.join(', ')}]`,
+      );
+    }
+    const inChannels = input.ndim === spatial + 2 ? input.shape[1] : input.shape[0];
+    if (inChannels % m.groups !== 0) throw new RangeError('in_channels must be divisible by groups');
+    setInferredSize(m, 'inChannels', inChannels);
+    const [weightIn, weightOut] =
+      m instanceof ConvTranspose ? [inChannels, m.outChannels] : [m.outChannels, inChannels];
+    materialize(m.weight, [weightIn, weightOut / m.groups, ...m.kernelSize]);
+    if (m.bias !== null) materialize(m.bias, [m.outChannels]);
+  },
+};
+
+/** Conv1d whose inChannels comes from the first input (torch.nn.LazyConv1d). */
+export class LazyConv1d extends LazyModuleMixin(Conv1d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | [number], opts: Conv1dOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
+  }
+}
+
+/** Conv2d whose inChannels comes from the first input (torch.nn.LazyConv2d). */
+export class LazyConv2d extends LazyModuleMixin(Conv2d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | number[], opts: Conv2dOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
+  }
+}
+
+/** Conv3d whose inChannels comes from the first input (torch.nn.LazyConv3d). */
+export class LazyConv3d extends LazyModuleMixin(Conv3d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | number[], opts: Conv3dOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
+  }
+}
+
+/** ConvTranspose1d whose inChannels comes from the first input (torch.nn.LazyConvTranspose1d). */
+export class LazyConvTranspose1d extends LazyModuleMixin(ConvTranspose1d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
+  }
+}
+
+/** ConvTranspose2d whose inChannels comes from the first input (torch.nn.LazyConvTranspose2d). */
+export class LazyConvTranspose2d extends LazyModuleMixin(ConvTranspose2d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
+  }
+}
+
+/** ConvTranspose3d whose inChannels comes from the first input (torch.nn.LazyConvTranspose3d). */
+export class LazyConvTranspose3d extends LazyModuleMixin(ConvTranspose3d, LAZY_CONV) {
+  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+    super(0, outChannels, kernelSize, opts);
   }
 }

@@ -1,8 +1,168 @@
-// Loss modules (torch.nn.modules.loss): the functional form with the options stored;
-// weights are buffers under PyTorch's state-dict names.
-import * as t from '../../core/index.ts';
+// torch.nn.modules.loss: each loss module is its functional with the options stored, over
+// torch's _Loss (the reduction, checked) and _WeightedLoss (a `weight` buffer, under
+// PyTorch's state-dict name).
+import type * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
+
+/** The `reduction` option of every loss module. */
+export interface LossOptions<R extends string = t.Reduction> {
+  /** 'mean' (default), 'sum' or 'none'. */
+  reduction?: R;
+}
+
+/**
+ * torch's _Loss: the reduction, 'mean' by default, checked (an error names the class).
+ * `R` widens it for a loss with reductions of its own (KLDivLoss's 'batchmean').
+ */
+export abstract class _Loss<R extends string = t.Reduction> extends Module {
+  readonly reduction: R;
+
+  constructor(opts: LossOptions<R> = {}) {
+    super();
+    const r = opts.reduction ?? 'mean';
+    if (r !== 'mean' && r !== 'sum' && r !== 'none' && !this.ownReductions.includes(r)) {
+      throw new TypeError(
+        `${new.target.name}: reduction must be 'none', 'mean' or 'sum', got ${JSON.stringify(r)}`,
+      );
+    }
+    this.reduction = r as R;
+  }
+
+  /** The reductions this loss takes besides 'none', 'mean' and 'sum'. */
+  protected get ownReductions(): readonly string[] {
+    return [];
+  }
+}
+
+/** torch's _WeightedLoss: a per-class (or per-element) rescaling weight, the buffer `weight`. */
+export abstract class _WeightedLoss extends _Loss {
+  constructor(opts: LossOptions & { weight?: t.Tensor | null } = {}) {
+    super(opts);
+    this.registerBuffer('weight', opts.weight ?? null);
+  }
+
+  get weight(): t.Tensor | null {
+    return this._buffers.get('weight') ?? null;
+  }
+}
+
+/** Squared error (torch.nn.MSELoss). */
+export class MSELoss extends _Loss {
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.mseLoss(input, target, { reduction: this.reduction });
+  }
+}
+
+/** Absolute error (torch.nn.L1Loss). */
+export class L1Loss extends _Loss {
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.l1Loss(input, target, { reduction: this.reduction });
+  }
+}
+
+/** Smooth L1 (torch.nn.SmoothL1Loss): squared below beta, absolute above. */
+export class SmoothL1Loss extends _Loss {
+  readonly beta: number;
+
+  constructor(opts: LossOptions & { beta?: number } = {}) {
+    super(opts);
+    this.beta = opts.beta ?? 1;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.smoothL1Loss(input, target, { reduction: this.reduction, beta: this.beta });
+  }
+}
+
+/** Huber loss (torch.nn.HuberLoss): squared below delta, delta-scaled absolute above. */
+export class HuberLoss extends _Loss {
+  readonly delta: number;
+
+  constructor(opts: LossOptions & { delta?: number } = {}) {
+    super(opts);
+    this.delta = opts.delta ?? 1;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.huberLoss(input, target, { reduction: this.reduction, delta: this.delta });
+  }
+}
+
+/** Logistic loss of ±1 targets (torch.nn.SoftMarginLoss). */
+export class SoftMarginLoss extends _Loss {
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.softMarginLoss(input, target, { reduction: this.reduction });
+  }
+}
+
+/** Multi-class multi-label hinge loss over class indices (torch.nn.MultiLabelMarginLoss). */
+export class MultiLabelMarginLoss extends _Loss {
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.multilabelMarginLoss(input, target, { reduction: this.reduction });
+  }
+}
+
+/** Kullback-Leibler divergence (torch.nn.KLDivLoss); reduction may also be 'batchmean'. */
+export class KLDivLoss extends _Loss<t.Reduction | 'batchmean'> {
+  readonly logTarget: boolean;
+
+  constructor(opts: F.KlDivOptions = {}) {
+    super(opts);
+    this.logTarget = opts.logTarget ?? false;
+  }
+
+  protected override get ownReductions(): readonly string[] {
+    return ['batchmean'];
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.klDiv(input, target, { reduction: this.reduction, logTarget: this.logTarget });
+  }
+}
+
+/** Negative log likelihood of a Poisson target (torch.nn.PoissonNLLLoss). */
+export class PoissonNLLLoss extends _Loss {
+  readonly logInput: boolean;
+  readonly full: boolean;
+  readonly eps: number;
+
+  constructor(opts: LossOptions & { logInput?: boolean; full?: boolean; eps?: number } = {}) {
+    super(opts);
+    this.logInput = opts.logInput ?? true;
+    this.full = opts.full ?? false;
+    this.eps = opts.eps ?? 1e-8;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.poissonNllLoss(input, target, {
+      logInput: this.logInput,
+      full: this.full,
+      eps: this.eps,
+      reduction: this.reduction,
+    });
+  }
+}
+
+/** Negative log likelihood of a Gaussian target; forward(input, target, variance) (torch.nn.GaussianNLLLoss). */
+export class GaussianNLLLoss extends _Loss {
+  readonly full: boolean;
+  readonly eps: number;
+
+  constructor(opts: LossOptions & { full?: boolean; eps?: number } = {}) {
+    super(opts);
+    this.full = opts.full ?? false;
+    this.eps = opts.eps ?? 1e-6;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor, variance: t.Tensor | number): t.Tensor {
+    return F.gaussianNllLoss(input, target, variance, {
+      full: this.full,
+      eps: this.eps,
+      reduction: this.reduction,
+    });
+  }
+}
 
 export interface CrossEntropyLossOptions {
   /** Per-class rescaling weight, a [C] tensor (registered as the buffer `weight`). */
@@ -16,91 +176,26 @@ export interface CrossEntropyLossOptions {
 }
 
 /** Log-softmax + negative log likelihood over class logits; targets are class indices or probabilities. */
-export class CrossEntropyLoss extends Module {
+export class CrossEntropyLoss extends _WeightedLoss {
   readonly ignoreIndex: number;
-  readonly reduction: t.Reduction;
   readonly labelSmoothing: number;
 
   constructor(opts: CrossEntropyLossOptions = {}) {
-    super();
-    this.registerBuffer('weight', opts.weight ?? null);
+    super(opts);
     this.ignoreIndex = opts.ignoreIndex ?? -100;
-    this.reduction = opts.reduction ?? 'mean';
-    t.reductionCode(this.reduction);
     this.labelSmoothing = opts.labelSmoothing ?? 0;
     if (!(this.labelSmoothing >= 0 && this.labelSmoothing <= 1)) {
       throw new RangeError(`labelSmoothing must be in [0, 1], got ${this.labelSmoothing}`);
     }
   }
 
-  get weight(): t.Tensor | null {
-    return this._buffers.get('weight') ?? null;
-  }
-
   override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
-    return t.crossEntropy(input, target, {
+    return F.crossEntropy(input, target, {
       weight: this.weight,
       ignoreIndex: this.ignoreIndex,
       reduction: this.reduction,
       labelSmoothing: this.labelSmoothing,
     });
-  }
-}
-
-/** The `reduction` option of every loss module. */
-export interface LossOptions {
-  /** 'mean' (default), 'sum' or 'none'. */
-  reduction?: t.Reduction;
-}
-
-function checkReduction(r: t.Reduction, what: string): t.Reduction {
-  if (r !== 'mean' && r !== 'sum' && r !== 'none') {
-    throw new TypeError(`${what}: reduction must be 'none', 'mean' or 'sum', got ${JSON.stringify(r)}`);
-  }
-  return r;
-}
-
-/** Squared error (torch.nn.MSELoss). */
-export class MSELoss extends Module {
-  readonly reduction: t.Reduction;
-
-  constructor(opts: LossOptions = {}) {
-    super();
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'MSELoss');
-  }
-
-  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
-    return F.mseLoss(input, target, { reduction: this.reduction });
-  }
-}
-
-/** Absolute error (torch.nn.L1Loss). */
-export class L1Loss extends Module {
-  readonly reduction: t.Reduction;
-
-  constructor(opts: LossOptions = {}) {
-    super();
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'L1Loss');
-  }
-
-  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
-    return F.l1Loss(input, target, { reduction: this.reduction });
-  }
-}
-
-/** Smooth L1 (torch.nn.SmoothL1Loss): squared below beta, absolute above. */
-export class SmoothL1Loss extends Module {
-  readonly reduction: t.Reduction;
-  readonly beta: number;
-
-  constructor(opts: LossOptions & { beta?: number } = {}) {
-    super();
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'SmoothL1Loss');
-    this.beta = opts.beta ?? 1;
-  }
-
-  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
-    return F.smoothL1Loss(input, target, { reduction: this.reduction, beta: this.beta });
   }
 }
 
@@ -112,19 +207,12 @@ export interface NLLLossOptions extends LossOptions {
 }
 
 /** Negative log likelihood over log-probabilities (torch.nn.NLLLoss). */
-export class NLLLoss extends Module {
+export class NLLLoss extends _WeightedLoss {
   readonly ignoreIndex: number;
-  readonly reduction: t.Reduction;
 
   constructor(opts: NLLLossOptions = {}) {
-    super();
-    this.registerBuffer('weight', opts.weight ?? null);
+    super(opts);
     this.ignoreIndex = opts.ignoreIndex ?? -100;
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'NLLLoss');
-  }
-
-  get weight(): t.Tensor | null {
-    return this._buffers.get('weight') ?? null;
   }
 
   override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
@@ -136,20 +224,11 @@ export class NLLLoss extends Module {
   }
 }
 
+/** The old name of NLLLoss for [N, C, H, W] input (torch keeps it as a subclass). */
+export class NLLLoss2d extends NLLLoss {}
+
 /** Binary cross entropy over probabilities (torch.nn.BCELoss); `weight` is a buffer. */
-export class BCELoss extends Module {
-  readonly reduction: t.Reduction;
-
-  constructor(opts: LossOptions & { weight?: t.Tensor | null } = {}) {
-    super();
-    this.registerBuffer('weight', opts.weight ?? null);
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'BCELoss');
-  }
-
-  get weight(): t.Tensor | null {
-    return this._buffers.get('weight') ?? null;
-  }
-
+export class BCELoss extends _WeightedLoss {
   override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
     return F.binaryCrossEntropy(input, target, { weight: this.weight, reduction: this.reduction });
   }
@@ -163,19 +242,12 @@ export interface BCEWithLogitsLossOptions extends LossOptions {
 }
 
 /** sigmoid + binary cross entropy in one stable op (torch.nn.BCEWithLogitsLoss). */
-export class BCEWithLogitsLoss extends Module {
-  readonly reduction: t.Reduction;
-
+export class BCEWithLogitsLoss extends _WeightedLoss {
   constructor(opts: BCEWithLogitsLossOptions = {}) {
-    super();
-    this.registerBuffer('weight', opts.weight ?? null);
+    super(opts);
     this.registerBuffer('pos_weight', opts.posWeight ?? null);
-    this.reduction = checkReduction(opts.reduction ?? 'mean', 'BCEWithLogitsLoss');
   }
 
-  get weight(): t.Tensor | null {
-    return this._buffers.get('weight') ?? null;
-  }
   get posWeight(): t.Tensor | null {
     return this._buffers.get('pos_weight') ?? null;
   }
@@ -189,22 +261,155 @@ export class BCEWithLogitsLoss extends Module {
   }
 }
 
-/** Kullback-Leibler divergence (torch.nn.KLDivLoss); reduction may also be 'batchmean'. */
-export class KLDivLoss extends Module {
-  readonly reduction: t.Reduction | 'batchmean';
-  readonly logTarget: boolean;
-
-  constructor(opts: F.KlDivOptions = {}) {
-    super();
-    const r = opts.reduction ?? 'mean';
-    this.reduction = r === 'batchmean' ? r : checkReduction(r, 'KLDivLoss');
-    this.logTarget = opts.logTarget ?? false;
-  }
-
+/** Multi-label one-versus-all logistic loss (torch.nn.MultiLabelSoftMarginLoss); `weight` is a buffer. */
+export class MultiLabelSoftMarginLoss extends _WeightedLoss {
   override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
-    return F.klDiv(input, target, { reduction: this.reduction, logTarget: this.logTarget });
+    return F.multilabelSoftMarginLoss(input, target, { weight: this.weight, reduction: this.reduction });
   }
 }
 
-/** The old name of NLLLoss for [N, C, H, W] input (torch keeps it as a subclass). */
-export class NLLLoss2d extends NLLLoss {}
+/** Multi-class hinge loss (torch.nn.MultiMarginLoss); `weight` is a buffer. */
+export class MultiMarginLoss extends _WeightedLoss {
+  readonly p: 1 | 2;
+  readonly margin: number;
+
+  constructor(opts: LossOptions & { p?: 1 | 2; margin?: number; weight?: t.Tensor | null } = {}) {
+    super(opts);
+    this.p = opts.p ?? 1;
+    if (this.p !== 1 && this.p !== 2)
+      throw new RangeError(`MultiMarginLoss: p must be 1 or 2, got ${this.p}`);
+    this.margin = opts.margin ?? 1;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.multiMarginLoss(input, target, {
+      p: this.p,
+      margin: this.margin,
+      weight: this.weight,
+      reduction: this.reduction,
+    });
+  }
+}
+
+/** Loss of ±1 targets on the margin of `input` (torch.nn.HingeEmbeddingLoss). */
+export class HingeEmbeddingLoss extends _Loss {
+  readonly margin: number;
+
+  constructor(opts: LossOptions & { margin?: number } = {}) {
+    super(opts);
+    this.margin = opts.margin ?? 1;
+  }
+
+  override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.hingeEmbeddingLoss(input, target, { margin: this.margin, reduction: this.reduction });
+  }
+}
+
+/** Whether two inputs are alike (target 1) or not (-1), by cosine similarity (torch.nn.CosineEmbeddingLoss). */
+export class CosineEmbeddingLoss extends _Loss {
+  readonly margin: number;
+
+  constructor(opts: LossOptions & { margin?: number } = {}) {
+    super(opts);
+    this.margin = opts.margin ?? 0;
+  }
+
+  override forward(input1: t.Tensor, input2: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.cosineEmbeddingLoss(input1, input2, target, { margin: this.margin, reduction: this.reduction });
+  }
+}
+
+/** Which of two inputs ranks higher (target 1 or -1), with a margin (torch.nn.MarginRankingLoss). */
+export class MarginRankingLoss extends _Loss {
+  readonly margin: number;
+
+  constructor(opts: LossOptions & { margin?: number } = {}) {
+    super(opts);
+    this.margin = opts.margin ?? 0;
+  }
+
+  override forward(input1: t.Tensor, input2: t.Tensor, target: t.Tensor): t.Tensor {
+    return F.marginRankingLoss(input1, input2, target, { margin: this.margin, reduction: this.reduction });
+  }
+}
+
+/** Anchor closer to the positive than to the negative by a margin, in p-norm (torch.nn.TripletMarginLoss). */
+export class TripletMarginLoss extends _Loss {
+  readonly margin: number;
+  readonly p: number;
+  readonly eps: number;
+  readonly swap: boolean;
+
+  constructor(opts: F.TripletMarginLossOptions = {}) {
+    super(opts);
+    this.margin = opts.margin ?? 1;
+    if (!(this.margin > 0))
+      throw new RangeError(`TripletMarginLoss: margin must be greater than 0, got ${this.margin}`);
+    this.p = opts.p ?? 2;
+    this.eps = opts.eps ?? 1e-6;
+    this.swap = opts.swap ?? false;
+  }
+
+  override forward(anchor: t.Tensor, positive: t.Tensor, negative: t.Tensor): t.Tensor {
+    return F.tripletMarginLoss(anchor, positive, negative, {
+      margin: this.margin,
+      p: this.p,
+      eps: this.eps,
+      swap: this.swap,
+      reduction: this.reduction,
+    });
+  }
+}
+
+/** TripletMarginLoss with a distance function of one's own (torch.nn.TripletMarginWithDistanceLoss). */
+export class TripletMarginWithDistanceLoss extends _Loss {
+  readonly distanceFunction: ((x1: t.Tensor, x2: t.Tensor) => t.Tensor) | null;
+  readonly margin: number;
+  readonly swap: boolean;
+
+  constructor(opts: F.TripletMarginWithDistanceLossOptions = {}) {
+    super(opts);
+    this.distanceFunction = opts.distanceFunction ?? null;
+    this.margin = opts.margin ?? 1;
+    if (!(this.margin > 0)) {
+      throw new RangeError(
+        `TripletMarginWithDistanceLoss: margin must be greater than 0, got ${this.margin}`,
+      );
+    }
+    this.swap = opts.swap ?? false;
+  }
+
+  override forward(anchor: t.Tensor, positive: t.Tensor, negative: t.Tensor): t.Tensor {
+    return F.tripletMarginWithDistanceLoss(anchor, positive, negative, {
+      distanceFunction: this.distanceFunction,
+      margin: this.margin,
+      swap: this.swap,
+      reduction: this.reduction,
+    });
+  }
+}
+
+/** Connectionist temporal classification (torch.nn.CTCLoss). */
+export class CTCLoss extends _Loss {
+  readonly blank: number;
+  readonly zeroInfinity: boolean;
+
+  constructor(opts: F.CtcLossOptions = {}) {
+    super(opts);
+    this.blank = opts.blank ?? 0;
+    this.zeroInfinity = opts.zeroInfinity ?? false;
+  }
+
+  override forward(
+    logProbs: t.Tensor,
+    targets: t.Tensor,
+    inputLengths: t.Tensor,
+    targetLengths: t.Tensor,
+  ): t.Tensor {
+    return F.ctcLoss(logProbs, targets, inputLengths, targetLengths, {
+      blank: this.blank,
+      zeroInfinity: this.zeroInfinity,
+      reduction: this.reduction,
+    });
+  }
+}

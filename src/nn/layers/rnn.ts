@@ -303,11 +303,22 @@ export abstract class RNNCellBase extends Module {
     return [x, h, batched];
   }
 
+  /** One step of the RNN or GRU cell op `op`: h' for input [N, in] (or [in]) and h [N, hidden]. */
+  protected runCell(cls: string, op: string, input: t.Tensor, hx: t.Tensor | null): t.Tensor {
+    return t.tidy(() => {
+      const [x, h, batched] = this.prepare(cls, input, hx);
+      const weights = [this.weight_ih, this.weight_hh, this.bias_ih, this.bias_hh];
+      const out = t.ops.call(op, x, h, ...weights) as t.Tensor;
+      return batched ? out : t.squeeze(out, 0);
+    });
+  }
+
   override extraRepr(): string {
     return `${this.inputSize}, ${this.hiddenSize}${this.bias ? '' : ', bias=False'}`;
   }
 }
 
+/** An Elman RNN cell: h' = tanh (or relu)(W_ih·x + b_ih + W_hh·h + b_hh). */
 export class RNNCell extends RNNCellBase {
   readonly nonlinearity: 'tanh' | 'relu';
   constructor(
@@ -322,41 +333,18 @@ export class RNNCell extends RNNCellBase {
     }
   }
   override forward(input: t.Tensor, hx: t.Tensor | null = null): t.Tensor {
-    return t.tidy(() => {
-      const [x, h, batched] = this.prepare('RNNCell', input, hx);
-      const op = this.nonlinearity === 'tanh' ? 'aten::rnn_tanh_cell' : 'aten::rnn_relu_cell';
-      const out = t.ops.call(
-        op,
-        x,
-        h,
-        this.weight_ih,
-        this.weight_hh,
-        this.bias_ih,
-        this.bias_hh,
-      ) as t.Tensor;
-      return batched ? out : t.squeeze(out, 0);
-    });
+    const op = this.nonlinearity === 'tanh' ? 'aten::rnn_tanh_cell' : 'aten::rnn_relu_cell';
+    return this.runCell('RNNCell', op, input, hx);
   }
 }
 
+/** A gated recurrent unit cell. */
 export class GRUCell extends RNNCellBase {
   constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean } & FactoryOptions = {}) {
     super(inputSize, hiddenSize, opts.bias ?? true, 3, opts);
   }
   override forward(input: t.Tensor, hx: t.Tensor | null = null): t.Tensor {
-    return t.tidy(() => {
-      const [x, h, batched] = this.prepare('GRUCell', input, hx);
-      const out = t.ops.call(
-        'aten::gru_cell',
-        x,
-        h,
-        this.weight_ih,
-        this.weight_hh,
-        this.bias_ih,
-        this.bias_hh,
-      ) as t.Tensor;
-      return batched ? out : t.squeeze(out, 0);
-    });
+    return this.runCell('GRUCell', 'aten::gru_cell', input, hx);
   }
 }
 

@@ -7,11 +7,11 @@ import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
 import { isParameter, Parameter } from '../parameter.ts';
-import { Dropout } from './activation.ts';
 import { MultiheadAttention } from './attention.ts';
 import { ModuleList } from './container.ts';
+import { Dropout } from './dropout.ts';
 import { type FactoryOptions, Linear } from './linear.ts';
-import { LayerNorm } from './normalization-more.ts';
+import { LayerNorm } from './normalization.ts';
 
 /** The feed-forward activation: 'relu', 'gelu', a function or a module. */
 export type TransformerActivation = 'relu' | 'gelu' | ((x: t.Tensor) => t.Tensor) | Module;
@@ -119,12 +119,27 @@ function deepCopyModule<M extends Module>(m: M, memo = new Map<object, unknown>(
   return copy;
 }
 
-/** Self-attention and a feed-forward network, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer). */
-export class TransformerEncoderLayer extends Module {
+/**
+ * What TransformerEncoderLayer and TransformerDecoderLayer share: their submodules,
+ * registered in PyTorch's order (hence its state-dict keys and initial draws), the
+ * activation, and the self-attention and feed-forward blocks.
+ */
+export abstract class _TransformerLayer extends Module {
   readonly normFirst: boolean;
   activation: ((x: t.Tensor) => t.Tensor) | Module;
 
-  constructor(dModel: number, nhead: number, opts: TransformerLayerOptions = {}) {
+  /**
+   * Registers the attentions named `attentions`, the feed-forward network (linear1,
+   * dropout, linear2), then one LayerNorm and one dropout per residual block
+   * (norm1..normN, dropout1..dropoutN for `blocks` = N).
+   */
+  constructor(
+    dModel: number,
+    nhead: number,
+    opts: TransformerLayerOptions,
+    attentions: string[],
+    blocks: number,
+  ) {
     super();
     const factory = { dtype: opts.dtype, device: opts.device };
     const dropout = opts.dropout ?? 0.1;
@@ -132,15 +147,15 @@ export class TransformerEncoderLayer extends Module {
     const ff = opts.dimFeedforward ?? 2048;
     const eps = opts.layerNormEps ?? 1e-5;
     const attn = { dropout, bias, batchFirst: opts.batchFirst ?? false, ...factory };
-    this.registerModule('self_attn', new MultiheadAttention(dModel, nhead, attn));
+    for (const name of attentions) this.registerModule(name, new MultiheadAttention(dModel, nhead, attn));
     this.registerModule('linear1', new Linear(dModel, ff, { bias, ...factory }));
     this.registerModule('dropout', new Dropout(dropout));
     this.registerModule('linear2', new Linear(ff, dModel, { bias, ...factory }));
     this.normFirst = opts.normFirst ?? false;
-    this.registerModule('norm1', new LayerNorm(dModel, { eps, bias, ...factory }));
-    this.registerModule('norm2', new LayerNorm(dModel, { eps, bias, ...factory }));
-    this.registerModule('dropout1', new Dropout(dropout));
-    this.registerModule('dropout2', new Dropout(dropout));
+    for (let i = 1; i <= blocks; i++) {
+      this.registerModule(`norm${i}`, new LayerNorm(dModel, { eps, bias, ...factory }));
+    }
+    for (let i = 1; i <= blocks; i++) this.registerModule(`dropout${i}`, new Dropout(dropout));
     // A module activation becomes a submodule named `activation`, as in PyTorch.
     this.activation = activationOf(opts.activation ?? 'relu');
   }
@@ -148,8 +163,39 @@ export class TransformerEncoderLayer extends Module {
   get selfAttn(): MultiheadAttention {
     return this._modules.get('self_attn') as MultiheadAttention;
   }
-  private sub<M extends Module>(name: string): M {
+
+  protected sub<M extends Module>(name: string): M {
     return this._modules.get(name) as M;
+  }
+
+  /** Self-attention over `x`, then dropout1. */
+  protected saBlock(
+    x: t.Tensor,
+    attnMask: t.Tensor | null,
+    kpm: t.Tensor | null,
+    isCausal: boolean,
+  ): t.Tensor {
+    const [y] = this.selfAttn.forward(x, x, x, {
+      attnMask,
+      keyPaddingMask: kpm,
+      needWeights: false,
+      isCausal,
+    });
+    return this.sub<Dropout>('dropout1').forward(y);
+  }
+
+  /** The feed-forward network, then the last block's dropout (`outDropout`). */
+  protected ffBlock(x: t.Tensor, outDropout: string): t.Tensor {
+    const h = applyActivation(this.activation, this.sub<Linear>('linear1').forward(x));
+    const y = this.sub<Linear>('linear2').forward(this.sub<Dropout>('dropout').forward(h));
+    return this.sub<Dropout>(outDropout).forward(y);
+  }
+}
+
+/** Self-attention and a feed-forward network, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer). */
+export class TransformerEncoderLayer extends _TransformerLayer {
+  constructor(dModel: number, nhead: number, opts: TransformerLayerOptions = {}) {
+    super(dModel, nhead, opts, ['self_attn'], 2);
   }
 
   /** src [L, N, E] ([N, L, E] batch-first, or [L, E]); srcMask [L, L] or [N·nhead, L, L]; srcKeyPaddingMask [N, L]. */
@@ -165,65 +211,24 @@ export class TransformerEncoderLayer extends Module {
       let x = src;
       if (this.normFirst) {
         x = t.add(x, this.saBlock(norm1.forward(x), mask, kpm, isCausal));
-        x = t.add(x, this.ffBlock(norm2.forward(x)));
+        x = t.add(x, this.ffBlock(norm2.forward(x), 'dropout2'));
       } else {
         x = norm1.forward(t.add(x, this.saBlock(x, mask, kpm, isCausal)));
-        x = norm2.forward(t.add(x, this.ffBlock(x)));
+        x = norm2.forward(t.add(x, this.ffBlock(x, 'dropout2')));
       }
       return x;
     });
   }
-
-  private saBlock(x: t.Tensor, attnMask: t.Tensor | null, kpm: t.Tensor | null, isCausal: boolean): t.Tensor {
-    const [y] = this.selfAttn.forward(x, x, x, {
-      attnMask,
-      keyPaddingMask: kpm,
-      needWeights: false,
-      isCausal,
-    });
-    return this.sub<Dropout>('dropout1').forward(y);
-  }
-
-  private ffBlock(x: t.Tensor): t.Tensor {
-    const h = applyActivation(this.activation, this.sub<Linear>('linear1').forward(x));
-    const y = this.sub<Linear>('linear2').forward(this.sub<Dropout>('dropout').forward(h));
-    return this.sub<Dropout>('dropout2').forward(y);
-  }
 }
 
 /** Self-attention, attention over the encoder's output (memory) and a feed-forward network (torch.nn.TransformerDecoderLayer). */
-export class TransformerDecoderLayer extends Module {
-  readonly normFirst: boolean;
-  activation: ((x: t.Tensor) => t.Tensor) | Module;
-
+export class TransformerDecoderLayer extends _TransformerLayer {
   constructor(dModel: number, nhead: number, opts: TransformerLayerOptions = {}) {
-    super();
-    const factory = { dtype: opts.dtype, device: opts.device };
-    const dropout = opts.dropout ?? 0.1;
-    const bias = opts.bias ?? true;
-    const ff = opts.dimFeedforward ?? 2048;
-    const eps = opts.layerNormEps ?? 1e-5;
-    const attn = { dropout, bias, batchFirst: opts.batchFirst ?? false, ...factory };
-    this.registerModule('self_attn', new MultiheadAttention(dModel, nhead, attn));
-    this.registerModule('multihead_attn', new MultiheadAttention(dModel, nhead, attn));
-    this.registerModule('linear1', new Linear(dModel, ff, { bias, ...factory }));
-    this.registerModule('dropout', new Dropout(dropout));
-    this.registerModule('linear2', new Linear(ff, dModel, { bias, ...factory }));
-    this.normFirst = opts.normFirst ?? false;
-    for (const n of ['norm1', 'norm2', 'norm3'])
-      this.registerModule(n, new LayerNorm(dModel, { eps, bias, ...factory }));
-    for (const n of ['dropout1', 'dropout2', 'dropout3']) this.registerModule(n, new Dropout(dropout));
-    this.activation = activationOf(opts.activation ?? 'relu');
+    super(dModel, nhead, opts, ['self_attn', 'multihead_attn'], 3);
   }
 
-  get selfAttn(): MultiheadAttention {
-    return this._modules.get('self_attn') as MultiheadAttention;
-  }
   get multiheadAttn(): MultiheadAttention {
     return this._modules.get('multihead_attn') as MultiheadAttention;
-  }
-  private sub<M extends Module>(name: string): M {
-    return this._modules.get(name) as M;
   }
 
   /** tgt [T, N, E] and memory [S, N, E] (batch-first [N, T, E], [N, S, E]); masks as MultiheadAttention's. */
@@ -240,26 +245,17 @@ export class TransformerDecoderLayer extends Module {
       if (this.normFirst) {
         x = t.add(x, this.saBlock(norm(1, x), tgtMask, tgtKpm, tgtCausal));
         x = t.add(x, this.mhaBlock(norm(2, x), memory, memMask, memKpm, memCausal));
-        x = t.add(x, this.ffBlock(norm(3, x)));
+        x = t.add(x, this.ffBlock(norm(3, x), 'dropout3'));
       } else {
         x = norm(1, t.add(x, this.saBlock(x, tgtMask, tgtKpm, tgtCausal)));
         x = norm(2, t.add(x, this.mhaBlock(x, memory, memMask, memKpm, memCausal)));
-        x = norm(3, t.add(x, this.ffBlock(x)));
+        x = norm(3, t.add(x, this.ffBlock(x, 'dropout3')));
       }
       return x;
     });
   }
 
-  private saBlock(x: t.Tensor, attnMask: t.Tensor | null, kpm: t.Tensor | null, isCausal: boolean): t.Tensor {
-    const [y] = this.selfAttn.forward(x, x, x, {
-      attnMask,
-      keyPaddingMask: kpm,
-      isCausal,
-      needWeights: false,
-    });
-    return this.sub<Dropout>('dropout1').forward(y);
-  }
-
+  /** Attention over the encoder's output, then dropout2. */
   private mhaBlock(
     x: t.Tensor,
     mem: t.Tensor,
@@ -270,12 +266,6 @@ export class TransformerDecoderLayer extends Module {
     const opts = { attnMask, keyPaddingMask: kpm, isCausal, needWeights: false };
     const [y] = this.multiheadAttn.forward(x, mem, mem, opts);
     return this.sub<Dropout>('dropout2').forward(y);
-  }
-
-  private ffBlock(x: t.Tensor): t.Tensor {
-    const h = applyActivation(this.activation, this.sub<Linear>('linear1').forward(x));
-    const y = this.sub<Linear>('linear2').forward(this.sub<Dropout>('dropout').forward(h));
-    return this.sub<Dropout>('dropout3').forward(y);
   }
 }
 

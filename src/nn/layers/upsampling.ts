@@ -1,4 +1,5 @@
-// Upsample (torch.nn.Upsample): F.interpolate as a module.
+// torch.nn.modules.upsampling: Upsample (F.interpolate as a module) and its fixed-mode
+// forms UpsamplingNearest2d and UpsamplingBilinear2d (bilinear with alignCorners true).
 import type * as t from '../../core/index.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
@@ -14,6 +15,7 @@ export interface UpsampleOptions {
   recomputeScaleFactor?: boolean | null;
 }
 
+/** Resizes [N, C, *spatial] input to `size` or by `scaleFactor` (torch.nn.Upsample). */
 export class Upsample extends Module {
   readonly size: number | number[] | null;
   readonly scaleFactor: number | number[] | null;
@@ -47,5 +49,22 @@ export class Upsample extends Module {
         ? `scale_factor=${v(this.scaleFactor)}`
         : `size=${this.size === null ? 'None' : v(this.size)}`;
     return `${info}, mode='${this.mode}'`;
+  }
+}
+
+/** The size or scale factor of the fixed-mode upsampling modules. */
+type FixedModeOptions = Pick<UpsampleOptions, 'size' | 'scaleFactor'>;
+
+/** Nearest-neighbour Upsample of [N, C, H, W] (torch.nn.UpsamplingNearest2d). */
+export class UpsamplingNearest2d extends Upsample {
+  constructor(opts: FixedModeOptions = {}) {
+    super({ ...opts, mode: 'nearest' });
+  }
+}
+
+/** Bilinear Upsample of [N, C, H, W] with alignCorners true (torch.nn.UpsamplingBilinear2d). */
+export class UpsamplingBilinear2d extends Upsample {
+  constructor(opts: FixedModeOptions = {}) {
+    super({ ...opts, mode: 'bilinear', alignCorners: true });
   }
 }

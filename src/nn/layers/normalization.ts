@@ -1,0 +1,169 @@
+// torch.nn.modules.normalization: LayerNorm, RMSNorm, GroupNorm and LocalResponseNorm,
+// with PyTorch's parameter names and init (weight ones, bias zeros). The batch and
+// instance norms are in batchnorm.ts and instancenorm.ts, as in PyTorch.
+import * as t from '../../core/index.ts';
+import * as F from '../functional.ts';
+import * as init from '../init.ts';
+import { Module } from '../module.ts';
+import { Parameter } from '../parameter.ts';
+import type { FactoryOptions } from './linear.ts';
+
+/** The ones-initialised weight and zeros-initialised bias of the normalisation layers. */
+function resetAffine(weight: t.Tensor | null, bias: t.Tensor | null): void {
+  if (weight !== null) init.ones_(weight);
+  if (bias !== null) init.zeros_(bias);
+}
+
+/** A learnable tensor of `shape` when `present`, else null (left to resetAffine to fill). */
+function affineParameter(present: boolean, shape: number[], opts: FactoryOptions): t.Tensor | null {
+  return present ? Parameter(t.empty(shape, { dtype: opts.dtype, device: opts.device })) : null;
+}
+
+const shapeOf = (s: number | number[]): number[] => (typeof s === 'number' ? [s] : [...s]);
+
+export interface LayerNormOptions extends FactoryOptions {
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+  /** Learnable weight (ones) and bias (zeros) of the normalised shape. Default true. */
+  elementwiseAffine?: boolean;
+  /** With elementwiseAffine: learn a bias too. Default true. */
+  bias?: boolean;
+}
+
+/** Normalises over the last dims (`normalizedShape`), per sample (torch.nn.LayerNorm). */
+export class LayerNorm extends Module {
+  readonly normalizedShape: number[];
+  readonly eps: number;
+  readonly elementwiseAffine: boolean;
+  weight: t.Tensor | null;
+  bias: t.Tensor | null;
+
+  constructor(normalizedShape: number | number[], opts: LayerNormOptions = {}) {
+    super();
+    this.normalizedShape = shapeOf(normalizedShape);
+    this.eps = opts.eps ?? 1e-5;
+    this.elementwiseAffine = opts.elementwiseAffine ?? true;
+    const affine = this.elementwiseAffine;
+    this.weight = this.registerParameter('weight', affineParameter(affine, this.normalizedShape, opts));
+    this.bias = this.registerParameter(
+      'bias',
+      affineParameter(affine && opts.bias !== false, this.normalizedShape, opts),
+    );
+    this.resetParameters();
+  }
+
+  resetParameters(): void {
+    resetAffine(this.weight, this.bias);
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.layerNorm(input, this.normalizedShape, { weight: this.weight, bias: this.bias, eps: this.eps });
+  }
+
+  override extraRepr(): string {
+    return `(${this.normalizedShape.join(', ')}${this.normalizedShape.length === 1 ? ',' : ''}), eps=${this.eps}, elementwise_affine=${this.elementwiseAffine ? 'True' : 'False'}`;
+  }
+}
+
+export interface RMSNormOptions extends FactoryOptions {
+  /** Default: the dtype's machine epsilon. */
+  eps?: number | null;
+  /** Learnable weight (ones). Default true. */
+  elementwiseAffine?: boolean;
+}
+
+/** Root-mean-square normalisation over the last dims (torch.nn.RMSNorm). */
+export class RMSNorm extends Module {
+  readonly normalizedShape: number[];
+  readonly eps: number | null;
+  readonly elementwiseAffine: boolean;
+  weight: t.Tensor | null;
+
+  constructor(normalizedShape: number | number[], opts: RMSNormOptions = {}) {
+    super();
+    this.normalizedShape = shapeOf(normalizedShape);
+    this.eps = opts.eps ?? null;
+    this.elementwiseAffine = opts.elementwiseAffine ?? true;
+    this.weight = this.registerParameter(
+      'weight',
+      affineParameter(this.elementwiseAffine, this.normalizedShape, opts),
+    );
+    this.resetParameters();
+  }
+
+  resetParameters(): void {
+    resetAffine(this.weight, null);
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.rmsNorm(input, this.normalizedShape, { weight: this.weight, eps: this.eps });
+  }
+}
+
+export interface GroupNormOptions extends FactoryOptions {
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+  /** Learnable per-channel weight (ones) and bias (zeros). Default true. */
+  affine?: boolean;
+}
+
+/** Normalises each of `numGroups` groups of channels of [N, C, *] input, per sample (torch.nn.GroupNorm). */
+export class GroupNorm extends Module {
+  readonly numGroups: number;
+  readonly numChannels: number;
+  readonly eps: number;
+  readonly affine: boolean;
+  weight: t.Tensor | null;
+  bias: t.Tensor | null;
+
+  constructor(numGroups: number, numChannels: number, opts: GroupNormOptions = {}) {
+    super();
+    if (!Number.isInteger(numGroups) || numGroups <= 0) {
+      throw new RangeError(`GroupNorm: numGroups must be a positive integer, got ${numGroups}`);
+    }
+    if (numChannels % numGroups !== 0) {
+      throw new RangeError(
+        `GroupNorm: numChannels (${numChannels}) must be divisible by numGroups (${numGroups})`,
+      );
+    }
+    this.numGroups = numGroups;
+    this.numChannels = numChannels;
+    this.eps = opts.eps ?? 1e-5;
+    this.affine = opts.affine ?? true;
+    this.weight = this.registerParameter('weight', affineParameter(this.affine, [numChannels], opts));
+    this.bias = this.registerParameter('bias', affineParameter(this.affine, [numChannels], opts));
+    this.resetParameters();
+  }
+
+  resetParameters(): void {
+    resetAffine(this.weight, this.bias);
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.groupNorm(input, this.numGroups, { weight: this.weight, bias: this.bias, eps: this.eps });
+  }
+
+  override extraRepr(): string {
+    return `${this.numGroups}, ${this.numChannels}, eps=${this.eps}, affine=${this.affine ? 'True' : 'False'}`;
+  }
+}
+
+/** Local response normalisation across channels (torch.nn.LocalResponseNorm). */
+export class LocalResponseNorm extends Module {
+  constructor(
+    readonly size: number,
+    readonly alpha = 1e-4,
+    readonly beta = 0.75,
+    readonly k = 1,
+  ) {
+    super();
+  }
+
+  override forward(input: t.Tensor): t.Tensor {
+    return F.localResponseNorm(input, this.size, { alpha: this.alpha, beta: this.beta, k: this.k });
+  }
+
+  override extraRepr(): string {
+    return `${this.size}, alpha=${this.alpha}, beta=${this.beta}, k=${this.k}`;
+  }
+}
