@@ -21,6 +21,7 @@
 import { noGrad } from '../autograd/index.ts';
 import { dtypeFromName, isFloatingPoint, toDType } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
+import { TsddpError } from '../errors/index.ts';
 import { isParameter, Parameter } from './parameter.ts';
 
 export type StateDict = Record<string, t.Tensor>;
@@ -38,7 +39,8 @@ export interface LoadStateDictResult {
 }
 
 /** Raised by loadStateDict; nothing was copied into the module when it is thrown. */
-export class StateDictError extends Error {
+export class StateDictError extends TsddpError {
+  readonly code = 'STATE_DICT';
   constructor(
     message: string,
     readonly missingKeys: string[],
@@ -517,8 +519,10 @@ export class Module {
   }
 }
 
-class KeyError extends Error {
+/** PyTorch's KeyError: a name Module's registration refuses. */
+export class KeyError extends TsddpError {
   override name = 'KeyError';
+  readonly code = 'KEY';
 }
 
 /** Throws PyTorch's TypeError unless `v`, to be the parameter or buffer `name`, is a tensor. */
