@@ -1,6 +1,6 @@
-// `tsrun`'s entry point: the agent with static rendezvous, or with the elastic loop.
+// `tsrun`'s entry point: the agent, whose one loop runs the static or the c10d rendezvous
+// as the configuration says (agent.ts).
 import { Agent, type AgentHooks } from './agent.ts';
-import { runElastic } from './elastic-agent.ts';
 import type { LaunchConfig } from './options.ts';
 
 /**
@@ -9,7 +9,5 @@ import type { LaunchConfig } from './options.ts';
  * AgentHooks (src/cli/launch-job.ts).
  */
 export function launch(cfg: LaunchConfig, hooks: AgentHooks = {}): Promise<number> {
-  const agent = new Agent(cfg, hooks);
-  const { elastic } = cfg;
-  return elastic ? agent.run((a) => runElastic(a, cfg, elastic, hooks)) : agent.run();
+  return new Agent(cfg, hooks).run();
 }

@@ -349,25 +349,23 @@ export function withEnvDefaults<R extends RawLaunchOptions>(raw: R, env: NodeJS.
   return out as R;
 }
 
-/**
- * Validates raw flags into a LaunchConfig; flags not given default to torchrun's PET_*
- * environment variables. `cudaDevices` is only asked for 'gpu'/'auto'.
- */
-export function resolveLaunchConfig(
-  script: string,
-  scriptArgs: string[],
-  given: RawLaunchOptions & { dashboard?: string | boolean },
-  env: NodeJS.ProcessEnv = process.env,
-  cudaDevices: () => number = () => 0,
-): LaunchConfig {
-  const raw = withEnvDefaults(given, env);
-  const path = resolve(script);
-  if (!existsSync(path) || !statSync(path).isFile())
-    throw new LaunchConfigError(`script not found: ${script} (resolved to ${path})`);
+/** Where the nodes meet: the static rendezvous's node 0, or the c10d endpoint. */
+interface RendezvousSettings {
+  nnodes: number;
+  nodeRank: number;
+  masterAddr: string;
+  masterPort: number;
+  elastic?: ElasticSettings;
+  /** How long launchers wait for each other without --rdzv-timeout. */
+  defaultTimeoutMs: number;
+}
 
-  const standalone = raw.standalone === true;
-  const nproc = nprocPerNode(raw.nprocPerNode, cudaDevices);
-  const range = nnodesRange(raw.nnodes);
+/** --rdzv-backend, checked against --nnodes and --standalone: the c10d settings, or undefined (static). */
+function elasticBackend(
+  raw: RawLaunchOptions,
+  range: { min: number; max: number },
+  standalone: boolean,
+): ReturnType<typeof elasticSettings> | undefined {
   const backend = (raw.rdzvBackend ?? 'static').trim();
   if (backend !== 'static' && backend !== 'c10d')
     throw new LaunchConfigError(
@@ -379,34 +377,59 @@ export function resolveLaunchConfig(
     );
   if (backend === 'c10d' && standalone)
     throw new LaunchConfigError('--standalone has its own rendezvous: drop --rdzv-backend c10d');
-  const elastic = backend === 'c10d' ? elasticSettings(raw, range) : undefined;
+  return backend === 'c10d' ? elasticSettings(raw, range) : undefined;
+}
+
+/** The static rendezvous's node 0; --standalone is torchrun's "local rendezvous on a free port". */
+function masterEndpoint(
+  raw: RawLaunchOptions,
+  standalone: boolean,
+): { masterAddr: string; masterPort: number } {
+  const masterAddr = standalone ? '127.0.0.1' : (raw.masterAddr ?? '127.0.0.1').trim();
+  if (masterAddr === '') throw new LaunchConfigError('--master-addr must not be empty');
+  const masterPort = standalone ? 0 : int('--master-port', raw.masterPort, DEFAULT_MASTER_PORT, 0, 65535);
+  return { masterAddr, masterPort };
+}
+
+/** The rendezvous flags: the backend, the nodes, this node's rank and where they meet. */
+function rendezvousSettings(raw: RawLaunchOptions, standalone: boolean): RendezvousSettings {
+  const range = nnodesRange(raw.nnodes);
+  const c10d = elasticBackend(raw, range, standalone);
   const nodes = range.max;
   if (standalone && nodes > 1)
     throw new LaunchConfigError(`--standalone runs a single node, but --nnodes is ${nodes}`);
   // With c10d the rendezvous assigns node ranks (torchrun ignores --node-rank there too).
-  const nodeRank = elastic ? 0 : int('--node-rank', raw.nodeRank, 0, 0);
+  const nodeRank = c10d ? 0 : int('--node-rank', raw.nodeRank, 0, 0);
   if (nodeRank >= nodes)
     throw new LaunchConfigError(
       `--node-rank ${nodeRank} is out of range for --nnodes ${nodes} (node ranks are 0..${nodes - 1})`,
     );
-  const staticTimeoutS = elastic ? undefined : staticRdzvConf(raw.rdzvConf, nodeRank, raw.rdzvTimeout);
-  // --standalone is torchrun's "local rendezvous on a free port".
-  const masterAddr = elastic
-    ? elastic.elastic.host
-    : standalone
-      ? '127.0.0.1'
-      : (raw.masterAddr ?? '127.0.0.1').trim();
-  if (masterAddr === '') throw new LaunchConfigError('--master-addr must not be empty');
-  const masterPort = elastic
-    ? elastic.elastic.port
-    : standalone
-      ? 0
-      : int('--master-port', raw.masterPort, DEFAULT_MASTER_PORT, 0, 65535);
+  // The workers' MASTER_ADDR/MASTER_PORT under c10d: the store on the endpoint.
+  if (c10d) {
+    const { elastic } = c10d;
+    const where = { masterAddr: elastic.host, masterPort: elastic.port };
+    return { nnodes: nodes, nodeRank, ...where, elastic, defaultTimeoutMs: c10d.joinTimeoutMs };
+  }
+  const staticTimeoutS = staticRdzvConf(raw.rdzvConf, nodeRank, raw.rdzvTimeout);
+  const { masterAddr, masterPort } = masterEndpoint(raw, standalone);
   if (masterPort === 0 && nodes > 1)
     throw new LaunchConfigError(
       '--master-port 0 (a free port) only works on one node: other nodes must know the port; give a fixed --master-port',
     );
+  return {
+    nnodes: nodes,
+    nodeRank,
+    masterAddr,
+    masterPort,
+    defaultTimeoutMs: (staticTimeoutS ?? 600) * 1000,
+  };
+}
 
+/** --log-dir, --tee and --redirects: which of each local rank's streams go to files and to the console. */
+function logStreams(
+  raw: RawLaunchOptions,
+  nproc: number,
+): Pick<LaunchConfig, 'logDir' | 'fileStreams' | 'consoleStreams'> {
   const logDir = raw.logDir === undefined ? undefined : resolve(raw.logDir);
   const none = (): StdStreams[] => Array.from({ length: nproc }, () => ({ stdout: false, stderr: false }));
   const tee = raw.tee === undefined ? none() : parseStdSelector('--tee', raw.tee, nproc);
@@ -422,7 +445,11 @@ export function resolveLaunchConfig(
       : { stdout: t.stdout || redirects[i].stdout, stderr: t.stderr || redirects[i].stderr },
   );
   const consoleStreams = redirects.map((r) => ({ stdout: !r.stdout, stderr: !r.stderr }));
+  return { logDir, fileStreams, consoleStreams };
+}
 
+/** --run-id or torchrun's --rdzv-id (the same thing): random with --standalone, else 'none'. */
+function runIdOf(raw: RawLaunchOptions, standalone: boolean): string {
   if (raw.runId !== undefined && raw.rdzvId !== undefined && raw.runId !== raw.rdzvId)
     throw new LaunchConfigError(
       `--run-id '${raw.runId}' and --rdzv-id '${raw.rdzvId}' name the same thing: give one`,
@@ -430,28 +457,45 @@ export function resolveLaunchConfig(
   const runId = raw.rdzvId ?? raw.runId ?? (standalone ? randomUUID() : 'none');
   if (!/^[\w.-]+$/.test(runId))
     throw new LaunchConfigError(`--run-id may only hold letters, digits, '_', '-' and '.', got '${runId}'`);
+  return runId;
+}
 
+/**
+ * Validates raw flags into a LaunchConfig; flags not given default to torchrun's PET_*
+ * environment variables. `cudaDevices` is only asked for 'gpu'/'auto'. Flags are checked
+ * in a fixed order (the rendezvous, the logs, the run id, then the rest), so a command
+ * with several mistakes is told of the same one first every time.
+ */
+export function resolveLaunchConfig(
+  script: string,
+  scriptArgs: string[],
+  given: RawLaunchOptions & { dashboard?: string | boolean },
+  env: NodeJS.ProcessEnv = process.env,
+  cudaDevices: () => number = () => 0,
+): LaunchConfig {
+  const raw = withEnvDefaults(given, env);
+  const path = resolve(script);
+  if (!existsSync(path) || !statSync(path).isFile())
+    throw new LaunchConfigError(`script not found: ${script} (resolved to ${path})`);
+  const standalone = raw.standalone === true;
+  const nproc = nprocPerNode(raw.nprocPerNode, cudaDevices);
+  const { defaultTimeoutMs, elastic, ...meet } = rendezvousSettings(raw, standalone);
+  const streams = logStreams(raw, nproc);
+  const runId = runIdOf(raw, standalone);
   const ompSet = env.OMP_NUM_THREADS !== undefined && env.OMP_NUM_THREADS !== '';
   return {
     script: path,
     ...(isTypeScript(path) ? { loader: typeScriptLoader(path) } : {}),
     scriptArgs,
     nprocPerNode: nproc,
-    nnodes: nodes,
-    nodeRank,
-    masterAddr,
-    masterPort,
+    ...meet,
     standalone,
     maxRestarts: int('--max-restarts', raw.maxRestarts, 0, 0),
     monitorIntervalMs: seconds('--monitor-interval', raw.monitorInterval, 0.1),
-    logDir,
-    fileStreams,
-    consoleStreams,
+    ...streams,
     runId,
     rdzvTimeoutMs:
-      raw.rdzvTimeout === undefined && elastic
-        ? elastic.joinTimeoutMs
-        : seconds('--rdzv-timeout', raw.rdzvTimeout, staticTimeoutS ?? 600),
+      raw.rdzvTimeout === undefined ? defaultTimeoutMs : seconds('--rdzv-timeout', raw.rdzvTimeout, 600),
     termTimeoutMs: seconds('--term-timeout', raw.termTimeout, 10),
     watchdogMs:
       raw.watchdog === undefined || raw.watchdog.trim() === '0' ? 0 : seconds('--watchdog', raw.watchdog, 0),
@@ -462,6 +506,6 @@ export function resolveLaunchConfig(
       raw.dashboard === undefined || raw.dashboard === false
         ? undefined
         : { port: raw.dashboard === true ? 0 : int('--dashboard', raw.dashboard, 0, 0, 65535) },
-    ...(elastic ? { elastic: elastic.elastic } : {}),
+    ...(elastic ? { elastic } : {}),
   };
 }
