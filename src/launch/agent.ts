@@ -6,6 +6,7 @@
 // failure past the limit or a signal ends the job. The agent knows no recipe or dashboard:
 // whoever runs it listens through AgentHooks (architecture §6).
 import { constants as osConstants } from 'node:os';
+import { debugEnabled } from '../env/index.ts';
 import { openC10dRendezvous } from './c10d-handler.ts';
 import { log } from './log.ts';
 import { glooHostnameFor } from './network.ts';
@@ -59,9 +60,9 @@ export class Agent {
       return await this.invokeRun(rdzv);
     } catch (e) {
       if (this.stopSignal) return signalExitCode(this.stopSignal);
-      // Rendezvous and store failures carry their explanation; TSRUN_DEBUG=1 adds the stack.
+      // Rendezvous and store failures carry their explanation; TSDDP_DEBUG=1 adds the stack.
       const msg = e instanceof Error ? e.message : String(e);
-      log(`error: ${process.env.TSRUN_DEBUG === '1' && e instanceof Error ? e.stack : msg}`);
+      log(`error: ${debugEnabled() && e instanceof Error ? e.stack : msg}`);
       return 1;
     } finally {
       await this.group.stop('SIGTERM');

@@ -6,10 +6,12 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { TsddpError } from '../errors/index.ts';
 
 /** A bad flag or flag combination; the CLI prints the message and exits non-zero. */
-export class LaunchConfigError extends Error {
+export class LaunchConfigError extends TsddpError {
   override name = 'LaunchConfigError';
+  readonly code = 'LAUNCH_CONFIG';
 }
 
 /** Which of a worker's streams a setting applies to (torchrun's 0 none, 1 stdout, 2 stderr, 3 both). */

@@ -10,10 +10,12 @@ import { networkInterfaces } from 'node:os';
 import { isLoopback } from '../distributed/env.ts';
 import { Store } from '../distributed/store.ts';
 import { cppStacktracesShown, probeStore } from '../distributed/store-probe.ts';
+import { TsddpError } from '../errors/index.ts';
 
 /** Joining, or waiting for the other nodes, failed; the message says how far it got. */
-export class RendezvousError extends Error {
+export class RendezvousError extends TsddpError {
   override name = 'RendezvousError';
+  readonly code = 'RENDEZVOUS';
 }
 
 export interface RendezvousConfig {
