@@ -32,6 +32,7 @@ import { checkSafeDir, tempNameOwner, UnsafePathError, writeFileAtomicSync } fro
 import { MetricsWriter, mergeRankFiles, readJsonLines } from '../src/metrics/index.ts';
 import { type TrainConfigInput, train } from '../src/train/index.ts';
 import { snapshot } from './helpers/snapshot.ts';
+import { TINY_TRAIN } from './helpers/tiny-train.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-files-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -169,18 +170,7 @@ test('writeFileAtomicSync replaces a file whole, and a failed write leaves no te
 });
 
 function tiny(): TrainConfigInput {
-  return {
-    model: 'resnet18',
-    widthMultiplier: 0.125,
-    imageSize: 16,
-    trainSize: 32,
-    valSize: 8,
-    batchSize: 8,
-    epochs: 1,
-    maxSteps: 2,
-    workers: 0,
-    evalEvery: 0,
-  };
+  return { ...TINY_TRAIN, maxSteps: 2 };
 }
 
 test('--overwrite with --metrics-file naming a folder of experiments deletes nothing', async () => {

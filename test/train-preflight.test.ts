@@ -15,23 +15,14 @@ import { type CheckpointError, saveCheckpoint } from '../src/checkpoint/index.ts
 import { nn } from '../src/index.ts';
 import { type TrainConfigInput, train } from '../src/train/index.ts';
 import { freePort } from './helpers/multiproc.ts';
+import { TINY_TRAIN } from './helpers/tiny-train.ts';
 import { ROOT } from './workers/train-spawn.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-preflight-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 const quiet = { progress: false } as const;
 
-const tiny: TrainConfigInput = {
-  model: 'resnet18',
-  widthMultiplier: 0.125,
-  imageSize: 16,
-  trainSize: 32,
-  valSize: 8,
-  batchSize: 8,
-  epochs: 1,
-  workers: 0,
-  evalEvery: 0,
-};
+const tiny: TrainConfigInput = TINY_TRAIN;
 
 test('a checkpoint folder under a regular file fails before the first step, naming the folder', async () => {
   const file = join(tmp, 'passwd');

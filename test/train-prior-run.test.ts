@@ -13,6 +13,7 @@ import { after, test } from 'node:test';
 import { readJsonLines } from '../src/metrics/index.ts';
 import { parseConfig, type TrainConfigInput, train } from '../src/train/index.ts';
 import { snapshot } from './helpers/snapshot.ts';
+import { TINY_TRAIN } from './helpers/tiny-train.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-prior-run-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -20,15 +21,8 @@ const quiet = { progress: false } as const;
 
 function config(name: string): TrainConfigInput {
   return {
-    model: 'resnet18',
-    widthMultiplier: 0.125,
-    imageSize: 16,
-    trainSize: 32,
-    valSize: 8,
-    batchSize: 8,
+    ...TINY_TRAIN,
     epochs: 2,
-    workers: 0,
-    evalEvery: 0,
     checkpointEvery: 2,
     checkpointDir: join(tmp, name, 'ckpt'),
     metricsFile: join(tmp, name, 'm.jsonl'),

@@ -15,6 +15,7 @@ import { readJsonLines } from '../src/metrics/index.ts';
 import { type TrainConfigInput, train } from '../src/train/index.ts';
 import { encodePng } from './fixtures/data/png.ts';
 import { snapshot } from './helpers/snapshot.ts';
+import { TINY_TRAIN } from './helpers/tiny-train.ts';
 import { ROOT } from './workers/train-spawn.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-resume-faults-'));
@@ -23,15 +24,8 @@ const quiet = { progress: false } as const;
 
 function config(name: string): TrainConfigInput {
   return {
-    model: 'resnet18',
-    widthMultiplier: 0.125,
-    imageSize: 16,
-    trainSize: 32,
-    valSize: 8,
-    batchSize: 8,
+    ...TINY_TRAIN,
     epochs: 2,
-    workers: 0,
-    evalEvery: 0,
     checkpointEvery: 2,
     checkpointKeep: 5,
     checkpointDir: join(tmp, name, 'ckpt'),
