@@ -28,7 +28,13 @@ import { basename, dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { mergeAfterLaunch } from '../src/cli/train.ts';
 import { defaultMetricsFile } from '../src/dashboard/session.ts';
-import { checkSafeDir, tempNameOwner, UnsafePathError, writeFileAtomicSync } from '../src/files/index.ts';
+import {
+  checkSafeDir,
+  ensureSafeDir,
+  tempNameOwner,
+  UnsafePathError,
+  writeFileAtomicSync,
+} from '../src/files/index.ts';
 import { MetricsWriter, mergeRankFiles, readJsonLines } from '../src/metrics/index.ts';
 import { type TrainConfigInput, train } from '../src/train/index.ts';
 import { snapshot } from './helpers/snapshot.ts';
@@ -119,6 +125,30 @@ test('merging metrics writes no guessable temp file: links planted at the old na
   assert.equal(readFileSync(target, 'utf8'), 'secret\n');
 });
 
+test('the launcher merge leaves a metrics file newer than every rank file alone (a refused run changes nothing)', async () => {
+  const dir = join(tmp, 'no-remerge');
+  mkdirSync(dir);
+  const path = join(dir, 'm.jsonl');
+  {
+    using w = new MetricsWriter(path, 0, true);
+    w.write(stepRecord(0, 1));
+  }
+  await new Promise((r) => setTimeout(r, 50)); // a later clock tick than the rank file's last write
+  assert.equal(mergeRankFiles(path), 1);
+  const before = statSync(path);
+  assert.equal(mergeRankFiles(path), null, 'nothing new to merge');
+  const after = statSync(path);
+  assert.equal(after.ino, before.ino, 'the same file, not a rewritten one');
+  // A file of the user's at the metrics path is never replaced by a merge.
+  writeFileSync(path, 'my notes\n');
+  {
+    using w = new MetricsWriter(path, 0, false);
+    w.write(stepRecord(0, 2));
+  }
+  assert.throws(() => mergeRankFiles(path), /not a tsddp metrics file/);
+  assert.equal(readFileSync(path, 'utf8'), 'my notes\n');
+});
+
 test('a folder every user may write into (without the sticky bit) or another user owns is refused', () => {
   const open = join(tmp, 'open');
   mkdirSync(open);
@@ -137,7 +167,33 @@ test('a folder every user may write into (without the sticky bit) or another use
     symlinkSync(tmp, link);
     spawnSync('chown', ['-h', '65534', link]);
     assert.throws(() => checkSafeDir(link, 'the metrics folder'), /symbolic link made by another user/);
+    // The review's case: `--log-dir /tmp` makes /tmp/none/attempt_0/rank_0; another user
+    // planted /tmp/none (theirs, in a sticky folder open to all). The folder tsddp then
+    // creates below it is its own, but everything above it is theirs to swap.
+    const sticky = join(tmp, 'sticky');
+    mkdirSync(join(sticky, 'none'), { recursive: true });
+    chmodSync(sticky, 0o1777);
+    chownSync(join(sticky, 'none'), 65534, 65534);
+    assert.throws(
+      () => ensureSafeDir(join(sticky, 'none', 'attempt_0', 'rank_0'), '--log-dir'),
+      /is under .*sticky\/none, which another user \(uid 65534\) made in .*sticky, a folder open to all/,
+    );
+    // Trusting other owners (a container's bind mount) is an explicit choice.
+    process.env.TSDDP_TRUST_FOLDER_OWNERS = '1';
+    try {
+      checkSafeDir(other, 'the metrics folder');
+    } finally {
+      delete process.env.TSDDP_TRUST_FOLDER_OWNERS;
+    }
   }
+  // A folder open to all (no sticky bit) anywhere above is refused, whoever made it.
+  const openAbove = join(tmp, 'open-above');
+  mkdirSync(openAbove);
+  chmodSync(openAbove, 0o777);
+  assert.throws(
+    () => ensureSafeDir(join(openAbove, 'mine', 'runs'), 'the metrics folder'),
+    /is under .*open-above, which every user may write into \(mode 777\)/,
+  );
 });
 
 test('tsddp train refuses a metrics folder any user may write into, before any work', async () => {

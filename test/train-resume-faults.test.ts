@@ -107,6 +107,27 @@ test('a run stopped during the evaluation after its checkpoint reruns that evalu
   assert.deepEqual(evals, [4]);
 });
 
+test('a pending evaluation resumed by name, into another --checkpoint-dir, is recorded beside the checkpoint it ran for', async () => {
+  const a = { ...config('eval-a'), epochs: 1, evalEvery: 1, checkpointEvery: 0 };
+  await assert.rejects(
+    train(a, {
+      ...quiet,
+      onStep: ({ step }) => {
+        if (step === 4) throw new Error('killed');
+      },
+    }),
+    /killed/,
+  );
+  const ckpt = join(a.checkpointDir as string, 'ckpt-000004');
+  const b = { ...a, checkpointDir: join(tmp, 'eval-b', 'ckpt'), metricsFile: join(tmp, 'eval-b', 'm.jsonl') };
+  const r = await train({ ...b, resume: ckpt }, quiet);
+  assert.ok(r.lastEval !== null);
+  assert.ok(
+    existsSync(join(ckpt, 'evaluation.json')),
+    'recorded in the folder it resumed, not under --checkpoint-dir',
+  );
+});
+
 /** An ImageFolder root with train/ and val/, `perClass` 16x16 PNGs in each of two classes. */
 function imageFolder(name: string, perClass: number): string {
   const root = join(tmp, name, 'data');
@@ -168,7 +189,7 @@ test('a resume into an ImageFolder that lost files is refused with the counts; -
   const goes = tsddpTrain([...args, '--resume', 'auto', '--allow-data-change']);
   assert.equal(goes.status, 0, goes.out);
   assert.match(goes.out, /the training data changed \(24 training samples then, 16 now\); going on with it/);
-  assert.match(goes.out, /epoch 1 has 4 steps now, and 5 of it were done: it is over/);
+  assert.match(goes.out, /epoch 1 has 4 steps now and 5 were done: it is over/);
   assert.match(goes.out, /done: 9 steps/, 'epoch 2 ran whole after the 5 steps of epoch 1');
 });
 

@@ -283,7 +283,7 @@ test('--watchdog: a rank stuck in its setup, before any step, is found too (was:
   const report = /tsrun: watchdog: (.*); stopping the attempt/.exec(run.out)?.[1] ?? '';
   assert.match(
     report,
-    /rank 1 \(pid \d+ on [^,]+, [\w ]+\) has made no step for \d+ s: last step 0, then setup: pre-flight checks, data and model/,
+    /rank 1 \(pid \d+ on [^,]+, [\w ]+\) has made no step for \d+ s: setup: pre-flight checks, data and model, before its first step/,
     run.out,
   );
   assert.ok(Date.now() - t0 < 25_000, 'found long before the 30 s the rank is stuck for');

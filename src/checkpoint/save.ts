@@ -10,6 +10,7 @@ import { checkSafeDir } from '../files/index.ts';
 import { cleanStaleTemps, fsyncDir, type ProgressHook, type WrittenFile, writeFileAtomic } from './atomic.ts';
 import {
   checkpointDirName,
+  EVALUATION_FILE,
   listCheckpointDirs,
   MODEL_FILE,
   OPTIMIZER_FILE,
@@ -187,7 +188,9 @@ async function prepareDir(root: string, dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   await fsyncDir(root);
   await rm(join(dir, MANIFEST_FILE), { force: true });
-  for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE]) await rm(join(dir, stale), { force: true });
+  // An evaluation.json of the earlier save spoke of other weights: it goes too.
+  for (const stale of [OPTIMIZER_FILE, TRAINER_TENSORS_FILE, EVALUATION_FILE])
+    await rm(join(dir, stale), { force: true });
   await fsyncDir(dir);
 }
 

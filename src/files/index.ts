@@ -15,6 +15,7 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  realpathSync,
   renameSync,
   rmSync,
   type Stats,
@@ -63,14 +64,28 @@ export function makePrivateTempDir(prefix: string): string {
 
 const myUid = (): number | null => process.getuid?.() ?? null;
 
+/**
+ * TSDDP_TRUST_FOLDER_OWNERS=1: accept folders of other owners (a container's bind mount of
+ * a host user's folder, an NFS export that shows root as nobody); a folder every user may
+ * write into is still refused.
+ */
+const trustOwners = (): boolean => process.env.TSDDP_TRUST_FOLDER_OWNERS === '1';
+
 function trusted(st: Stats, uid: number): boolean {
-  return st.uid === uid || st.uid === 0;
+  return st.uid === uid || st.uid === 0 || trustOwners();
 }
+
+const OWNER_HINT = " (TSDDP_TRUST_FOLDER_OWNERS=1 trusts it, for a container's bind mount or an NFS export)";
+
+/** Writable by every user, and without the sticky bit that would stop them replacing others' entries. */
+const openToAll = (st: Stats): boolean => (st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0;
 
 /**
  * Refuses a folder another local user could use to redirect what tsddp writes: one that
  * belongs to someone other than this user or root, a symbolic link someone else made, or
- * one every user may write into without the sticky bit. `what` names it in the message
+ * one every user may write into without the sticky bit. Its ancestors are checked too:
+ * none may be open to every user, and one that another user made inside a sticky folder
+ * open to all (a name planted in /tmp) is refused. `what` names the folder in the message
  * (e.g. "--metrics-file's folder").
  */
 export function checkSafeDir(dir: string, what: string): void {
@@ -87,14 +102,34 @@ export function checkSafeDir(dir: string, what: string): void {
   if (!trusted(st, uid))
     throw new UnsafePathError(
       dir,
-      `${what} ${dir} belongs to another user (uid ${st.uid}); tsddp writes only into folders of its own user or root`,
+      `${what} ${dir} belongs to another user (uid ${st.uid}); tsddp writes only into folders of its own user or root${OWNER_HINT}`,
     );
-  if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0)
+  if (openToAll(st))
     throw new UnsafePathError(
       dir,
       `${what} ${dir} may be written by every user (mode ${(st.mode & 0o7777).toString(8)}); ` +
         'another user could replace what tsddp writes there: choose a folder of your own',
     );
+  checkAncestors(realpathSync(dir), what, uid);
+}
+
+/** The folders above `real` (a resolved path): see checkSafeDir. */
+function checkAncestors(real: string, what: string, uid: number): void {
+  for (let child = real, parent = dirname(real); parent !== child; child = parent, parent = dirname(parent)) {
+    const up = statSync(parent);
+    if (openToAll(up))
+      throw new UnsafePathError(
+        real,
+        `${what} ${real} is under ${parent}, which every user may write into (mode ${(up.mode & 0o7777).toString(8)}): another user could replace the folders below it`,
+      );
+    const st = statSync(child);
+    if ((up.mode & 0o1002) === 0o1002 && !trusted(st, uid))
+      throw new UnsafePathError(
+        real,
+        `${what} ${real} is under ${child}, which another user (uid ${st.uid}) made in ${parent}, a folder open to all: ` +
+          `they could replace what is below it${OWNER_HINT}`,
+      );
+  }
 }
 
 /** Creates `dir` and its parents where missing, then checks it (checkSafeDir). */

@@ -22,6 +22,13 @@ export interface HeartbeatRecord {
   waiting?: boolean;
 }
 
+/**
+ * The step a rank reports while it sets up, before its first step. There, moving on to
+ * the next phase (the process group, the data, the model, the checkpoint) is progress: a
+ * rank is stalled only when one phase of its setup outlasts the limit.
+ */
+export const SETUP_STEP = -1;
+
 /** How much longer than --watchdog a rank waiting in a collective may go without a step. */
 export const COLLECTIVE_GRACE_MS = 5000;
 
@@ -82,8 +89,8 @@ export interface Stall {
 
 /** The launcher's side: which of its workers have made no step for how long. */
 export class StallWatch {
-  /** rank -> the step last seen and when it was first seen. */
-  private readonly seen = new Map<number, { step: number; since: number; record: HeartbeatRecord }>();
+  /** rank -> the progress mark last seen (the step; in setup, the phase) and when it was first seen. */
+  private readonly seen = new Map<number, { mark: string; since: number; record: HeartbeatRecord }>();
   private readonly warned = new Set<string>();
 
   constructor(private readonly workers: { rank: number; pid: number; file: string }[]) {}
@@ -95,8 +102,8 @@ export class StallWatch {
       const record = readRecord(w.file);
       if (record === null) continue;
       const prev = this.seen.get(w.rank);
-      if (prev === undefined || prev.step !== record.step)
-        this.seen.set(w.rank, { step: record.step, since: now, record });
+      const mark = record.step === SETUP_STEP ? `setup ${record.phase}` : String(record.step);
+      if (prev === undefined || prev.mark !== mark) this.seen.set(w.rank, { mark, since: now, record });
       else prev.record = record;
       const entry = this.seen.get(w.rank) as { since: number; record: HeartbeatRecord };
       if (now - entry.since >= ms)
@@ -107,7 +114,7 @@ export class StallWatch {
 
   /** True the first time a rank's stall at this step is reported (one warning per stall). */
   firstReport(rank: number): boolean {
-    const key = `${rank}@${this.seen.get(rank)?.step}`;
+    const key = `${rank}@${this.seen.get(rank)?.mark}`;
     if (this.warned.has(key)) return false;
     this.warned.add(key);
     return true;
@@ -157,7 +164,10 @@ export function describeStall(s: Stall, host: string): string {
   const state = processState(s.pid);
   return (
     `rank ${s.rank} (pid ${s.pid} on ${host}${state === null ? '' : `, ${state}`}) has made no step for ` +
-    `${s.secs.toFixed(0)} s: last step ${s.record.step}, then ${s.record.phase}` +
+    `${s.secs.toFixed(0)} s: ` +
+    (s.record.step === SETUP_STEP
+      ? `${s.record.phase}, before its first step`
+      : `last step ${s.record.step}, then ${s.record.phase}`) +
     (waitsForPeers(s) ? ' (waiting for its peers)' : '')
   );
 }

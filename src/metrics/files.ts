@@ -11,6 +11,7 @@
 import {
   closeSync,
   existsSync,
+  fstatSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -64,6 +65,16 @@ export class MetricsWriter {
     ensureSafeDir(dirname(this.file), 'the metrics folder');
     if (fresh && kindOf(this.file) !== 'missing') removeMetricsFile(this.file);
     this.fd = fresh ? openNew(this.file) : openAppend(this.file);
+    // Appending to a rank file another user planted would hand them the run's records.
+    const uid = process.getuid?.();
+    const owner = fstatSync(this.fd).uid;
+    if (uid !== undefined && owner !== uid && owner !== 0) {
+      this.close();
+      throw new UnsafePathError(
+        this.file,
+        `${this.file} belongs to another user (uid ${owner}); tsddp does not append to it`,
+      );
+    }
   }
 
   write(record: MetricRecord): void {
@@ -191,11 +202,19 @@ export function mergeMetrics(path: string, worldSize: number, extra: MetricRecor
 
 /**
  * Merges whatever rank files `<path>.rank<N>` exist into `<path>`: what the launcher does
- * when its workers have exited, cleanly or not. Null when there is none.
+ * when its workers have exited, cleanly or not. Null when there is none, or when `<path>`
+ * is newer than every rank file (nothing to merge: a run refused before its first record
+ * leaves the earlier run's files as they were).
  */
 export function mergeRankFiles(path: string): number | null {
   const files = rankFilesOf(path);
-  return files.length === 0 ? null : writeMerged(path, mergedRecords(files));
+  if (files.length === 0) return null;
+  if (kindOf(path) === 'file') {
+    const merged = statSync(path).mtimeMs;
+    // Strictly older: a record appended in the same clock tick as the merge still counts.
+    if (files.every((f) => statSync(f).mtimeMs < merged)) return null;
+  }
+  return writeMerged(path, mergedRecords(files));
 }
 
 /** The records of rank files, superseded ones dropped, sorted by step, then record type, then rank. */
@@ -209,11 +228,11 @@ export function mergedRecords(files: string[], extra: MetricRecord[] = []): Metr
 
 function writeMerged(path: string, all: MetricRecord[]): number {
   // A rename would replace whatever is there, a device node included.
-  const kind = kindOf(path);
-  if (kind !== 'missing' && kind !== 'file')
+  // A rename would replace whatever is there, a device node or a file of the user's.
+  if (kindOf(path) !== 'missing' && !isTsddpMetricsFile(path))
     throw new UnsafePathError(
       path,
-      `cannot merge the metrics into ${path}: it is ${describeKind(path)}, not a file`,
+      `cannot merge the metrics into ${path}: it is ${describeKind(path)}, not a tsddp metrics file`,
     );
   writeFileAtomicSync(path, all.map((r) => `${JSON.stringify(r)}\n`).join(''));
   return all.length;

@@ -63,7 +63,12 @@ export function resumeExtra(c: TrainConfig, s: ResumeState): Record<string, unkn
 
 /** Records in checkpoint `dir` that the evaluation due after it finished (rank 0, after evaluate()). */
 export function recordEvaluation(dir: string, r: EvalResult & { epoch: number; step: number }): void {
-  writeFileAtomicSync(join(dir, EVALUATION_FILE), `${JSON.stringify(r)}\n`, { durable: true });
+  try {
+    writeFileAtomicSync(join(dir, EVALUATION_FILE), `${JSON.stringify(r)}\n`, { durable: true });
+  } catch (e) {
+    // The run goes on: the cost is an evaluation run again if the run resumes from here.
+    console.warn(`tsddp train: could not record the evaluation in ${dir}: ${(e as Error).message}`);
+  }
 }
 
 /** Whether this run resumes the latest checkpoint: --resume auto, or a gang the launcher restarted. */
@@ -81,7 +86,9 @@ export function resumesLatest(c: TrainConfig, restartCount: number): boolean {
 export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise<number | null> {
   const root = c.checkpointDir as string;
   const skipped: { dir: string; why: CheckpointError }[] = [];
+  // clean: false: a refusal below leaves every byte as it was (saving removes stale temp files).
   const dir = await latestCheckpoint(root, {
+    clean: false,
     onSkip: (d, why) => {
       skipped.push({ dir: d, why });
       console.warn(`resume: skipping ${why.message}`); // the message names the checkpoint's file

@@ -3,7 +3,7 @@
 import { GradScaler } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
-import { Heartbeat } from '../launch/heartbeat.ts';
+import { Heartbeat, SETUP_STEP } from '../launch/heartbeat.ts';
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
 import {
   resnet18,
@@ -26,7 +26,14 @@ import {
   type TrainConfig,
   type TrainConfigInput,
 } from './config.ts';
-import { buildDatasets, buildLoaders, type DataSetup, dataIdentity, type Loaders } from './data.ts';
+import {
+  buildDatasets,
+  buildLoaders,
+  type DataIdentity,
+  type DataSetup,
+  dataIdentity,
+  type Loaders,
+} from './data.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
 import { joinProcessGroup, type RunPlacement } from './process-group.ts';
@@ -57,6 +64,8 @@ export interface RunParts {
   resume: (ResumePoint & { dir: string }) | null;
   /** The launcher's watchdog file (launch/heartbeat.ts), written from the start of the setup on. */
   heartbeat: Heartbeat | null;
+  /** The training set's identity (data.ts), recorded in every checkpoint. */
+  dataIdentity: DataIdentity;
   /** performance.now() when the run started. */
   started: number;
 }
@@ -89,7 +98,7 @@ async function setupParts(
   started: number,
   heartbeat: Heartbeat | null,
 ): Promise<RunParts> {
-  const beat = (phase: string, waiting = false) => heartbeat?.beat(0, `setup: ${phase}`, waiting);
+  const beat = (phase: string, waiting = false) => heartbeat?.beat(SETUP_STEP, `setup: ${phase}`, waiting);
   const parsed = parseConfig(input);
   // Under a launcher serving the dashboard, metrics go where it reads them.
   const envMetrics = process.env[METRICS_FILE_ENV];
@@ -126,13 +135,11 @@ async function setupParts(
     const resumeDir = await findResume(c, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
     const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
+    const identity = dataIdentity(setup.train);
     const resume =
       resumeDir === null
         ? null
-        : {
-            dir: resumeDir,
-            ...(await loadResume(resumeDir, targets, c, pg.worldSize, dataIdentity(setup.train))),
-          };
+        : { dir: resumeDir, ...(await loadResume(resumeDir, targets, c, pg.worldSize, identity)) };
     beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
     const ddp = pg.group === null ? null : wrapDdp(model, c, on, pg);
     return {
@@ -149,6 +156,7 @@ async function setupParts(
       ddp,
       resume,
       heartbeat,
+      dataIdentity: identity,
       started,
     };
   } catch (e) {

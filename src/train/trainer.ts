@@ -23,7 +23,6 @@ import { globalBatch, resolveLr, resolveStem, type TrainConfig, type TrainConfig
 import {
   type DataIdentity,
   type DataSetup,
-  dataIdentity,
   epochBatches,
   type Loaders,
   prepareImages,
@@ -62,6 +61,15 @@ export async function train(
 }
 
 /** The built training run: Trainer.create() sets it up, fit() runs it to the end. */
+/** Frees what setupRun started: heartbeat, loader workers, DDP, the process group this run created. */
+async function closeParts(p: Pick<RunParts, 'heartbeat' | 'loaders' | 'ddp' | 'pg'>): Promise<void> {
+  p.heartbeat?.close();
+  await p.loaders.train.close();
+  await p.loaders.val.close();
+  p.ddp?.close();
+  if (p.pg.created && dist.isInitialized()) dist.destroyProcessGroup();
+}
+
 export class Trainer {
   readonly config: TrainConfig;
   readonly rank: number;
@@ -108,8 +116,8 @@ export class Trainer {
   private readonly dataIdentity: DataIdentity;
   private lastLoss = Number.NaN;
   private lastEval: EvalResult | null = null;
-  /** The step of the last checkpoint written (or resumed from), or -1. */
-  private checkpointedAt = -1;
+  /** The last checkpoint written (or resumed from), where its evaluation is recorded. */
+  private lastCheckpoint: { step: number; dir: string } | null = null;
   private imagesDone = 0;
   private loopSecs = 0;
   private closed = false;
@@ -128,7 +136,7 @@ export class Trainer {
     this.ddp = parts.ddp;
     this.started = parts.started;
     this.heartbeat = parts.heartbeat;
-    this.dataIdentity = dataIdentity(parts.setup.train);
+    this.dataIdentity = parts.dataIdentity;
     this.rank = parts.pg.rank;
     this.worldSize = parts.pg.worldSize;
     const c = parts.config;
@@ -140,14 +148,14 @@ export class Trainer {
     // A resumed run appends to its rank file; a new one starts it anew.
     this.metrics = new MetricsWriter(c.metricsFile, this.rank, resume === null);
     this.resumedFrom = resume?.dir ?? null;
-    if (resume !== null) this.checkpointedAt = resume.step;
+    if (resume !== null) this.lastCheckpoint = { step: resume.step, dir: resume.dir };
     this.startStep = resume?.step ?? 0;
     if (resume !== null) {
       this.epoch = resume.epoch;
       this.step = resume.step;
       this.stepInEpoch = resume.stepInEpoch;
       this.samplesInEpoch = resume.samplesInEpoch;
-      this.pendingEval = resume.evalPending;
+      this.pendingEval = resume.evalPending && c.evalEvery > 0;
       const { epoch, step, dir } = resume;
       this.metrics.write({ type: 'resume', rank: this.rank, step, epoch, checkpoint: dir, time: Date.now() });
       this.log(`resumed from ${dir} (epoch ${epoch + 1}, step ${step})`);
@@ -188,9 +196,9 @@ export class Trainer {
    * --epochs, with the new epoch length. Returns the run's new total of steps.
    */
   private continueChangedData(resume: ResumePoint): number {
-    if (this.stepInEpoch >= this.stepsPerEpoch) {
+    if (this.epochFinished) {
       this.log(
-        `epoch ${this.epoch + 1} has ${this.stepsPerEpoch} steps now, and ${this.stepInEpoch} of it were done: it is over`,
+        `epoch ${this.epoch + 1} has ${this.stepsPerEpoch} steps now and ${this.stepInEpoch} were done: it is over`,
       );
       this.epoch++;
       this.stepInEpoch = 0;
@@ -204,7 +212,14 @@ export class Trainer {
    * model, optimizer, schedule, scaler, the resumed checkpoint, DDP.
    */
   static async create(input: TrainConfig | TrainConfigInput, hooks: TrainHooks = {}): Promise<Trainer> {
-    return new Trainer(await setupRun(input, hooks));
+    const parts = await setupRun(input, hooks);
+    try {
+      return new Trainer(parts);
+    } catch (e) {
+      // The metrics file refused (an unsafe folder, a rank file not tsddp's): free what setup started.
+      await closeParts(parts);
+      throw e;
+    }
   }
 
   /** Runs the loop to the end of the run, then closes the trainer. */
@@ -232,9 +247,7 @@ export class Trainer {
         } finally {
           await batches.return?.(undefined);
         }
-        // `>=`: a resume past the end of a shrunken epoch has no step left in it (an
-        // equality test here once let the loop spin without end).
-        const epochDone = this.stepInEpoch >= this.stepsPerEpoch;
+        const epochDone = this.epochFinished;
         if (epochDone) {
           this.epoch++;
           this.stepInEpoch = 0;
@@ -375,7 +388,7 @@ export class Trainer {
   /** After a step: metrics at log intervals, the checkpoint when due, the hook. */
   private async afterStep(): Promise<void> {
     const c = this.config;
-    const epochEnd = this.stepInEpoch >= this.stepsPerEpoch;
+    const epochEnd = this.epochFinished;
     const checkpointDue =
       c.checkpointDir !== undefined &&
       ((c.checkpointEvery > 0 && this.step % c.checkpointEvery === 0) ||
@@ -419,7 +432,7 @@ export class Trainer {
     const c = this.config;
     if (c.checkpointDir === undefined) return null;
     // A finished epoch is saved as the start of the next one.
-    const atEnd = this.stepInEpoch >= this.stepsPerEpoch;
+    const atEnd = this.epochFinished;
     const epoch = atEnd ? this.epoch + 1 : this.epoch;
     if (this.rank === 0) {
       await saveCheckpoint(
@@ -446,8 +459,17 @@ export class Trainer {
     if (this.pg.group !== null) await dist.barrier({ group: this.pg.group });
     const dir = join(c.checkpointDir, checkpointDirName(this.step));
     this.checkpoints.push(dir);
-    this.checkpointedAt = this.step;
+    this.lastCheckpoint = { step: this.step, dir };
     return dir;
+  }
+
+  /**
+   * Whether this epoch's steps are all done. `>=`, not `===`: a resume past the end of an
+   * epoch whose data shrank has no step left in it (an equality test once let the loop
+   * spin without end).
+   */
+  private get epochFinished(): boolean {
+    return this.stepInEpoch >= this.stepsPerEpoch;
   }
 
   /**
@@ -483,9 +505,9 @@ export class Trainer {
     this.metrics.write({ type: 'eval', rank: this.rank, epoch, step, ...r, time: Date.now() });
     // The checkpoint of this step (if any) records that its evaluation finished, so a run
     // stopped during the evaluation reruns it on resume.
-    const saved = c.checkpointDir === undefined ? undefined : join(c.checkpointDir, checkpointDirName(step));
-    if (this.rank === 0 && saved !== undefined && this.checkpointedAt === step)
-      recordEvaluation(saved, { ...r, epoch, step });
+    const saved = this.lastCheckpoint;
+    if (this.rank === 0 && saved !== null && saved.step === step)
+      recordEvaluation(saved.dir, { ...r, epoch, step });
     this.hooks.onEval?.({ ...r, epoch, step });
     this.log(
       `eval after epoch ${epoch} (step ${step}): loss ${r.loss.toFixed(4)}  top-1 ${(100 * r.top1).toFixed(2)}%  ` +
@@ -502,14 +524,10 @@ export class Trainer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.heartbeat?.close();
     this.metrics.close();
     this.progress.done();
     this.meter.dispose();
-    await this.loaders.train.close();
-    await this.loaders.val.close();
-    this.ddp?.close();
-    if (this.pg.created && dist.isInitialized()) dist.destroyProcessGroup();
+    await closeParts({ heartbeat: this.heartbeat, loaders: this.loaders, ddp: this.ddp, pg: this.pg });
   }
 
   /** The summary record, the merged metrics and the result. */
