@@ -4,9 +4,9 @@
 // write that died) goes, manifest first, so a crash midway leaves an uncommitted folder
 // and never a committed one with files missing. A folder holding anything else (a file
 // the user put there, a subfolder, a link) is left whole.
-import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempNameOwner } from '../files/index.ts';
+import { fsyncDirSync, tempNameOwner } from '../files/index.ts';
 import { EVALUATION_FILE, MODEL_FILE, OPTIMIZER_FILE, TRAINER_FILE, TRAINER_TENSORS_FILE } from './layout.ts';
 import { MANIFEST_FILE } from './manifest.ts';
 
@@ -42,13 +42,4 @@ export function removeCheckpointDir(dir: string): { removed: true } | { removed:
   for (const name of names) if (name !== MANIFEST_FILE) unlinkSync(join(dir, name));
   rmdirSync(dir);
   return { removed: true };
-}
-
-function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

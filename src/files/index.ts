@@ -145,8 +145,9 @@ function writeAll(fd: number, data: Uint8Array): void {
 
 /**
  * Replaces `path` with `data` atomically: a reader sees the old file or the whole new one.
- * The data goes to a new temp file beside it (CREATE_NEW), is synced when `durable`, and is
- * renamed over `path`; on failure the temp file is removed and the error rethrown.
+ * The data goes to a new temp file beside it (CREATE_NEW) and is renamed over `path`;
+ * `durable`: the file and then its folder are synced, so the new name survives a power
+ * loss. On failure the temp file is removed and the error rethrown.
  */
 export function writeFileAtomicSync(
   path: string,
@@ -167,6 +168,17 @@ export function writeFileAtomicSync(
     if (fd !== null) closeSync(fd);
     rmSync(tmp, { force: true });
     throw e;
+  }
+  if (opts.durable) fsyncDirSync(dirname(path));
+}
+
+/** Makes a folder's entries (creations, renames, removals) durable. */
+export function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
