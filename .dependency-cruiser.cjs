@@ -1,7 +1,7 @@
 // The import rules of src/ (docs/architecture.md §2): no cycles, and dependencies that
 // point down the layers. `npm run lint:deps` checks them; `npm test` runs it first.
 const LIBRARY = '^src/(core|autograd|nn|optim|amp|data|checkpoint|distributed|models)/';
-const APPLICATION = '^src/(launch|train|metrics|report|dashboard|benchmark|cli)/';
+const APPLICATION = '^src/(launch|train|metrics|report|dashboard|benchmark|cli|host)/';
 
 /** `from` may not import `to`. */
 const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
@@ -59,6 +59,18 @@ module.exports = {
       { path: '^src/(?!metrics/|files/|errors/|env/)' },
     ),
     forbid(
+      'host-is-a-leaf',
+      'src/host (this machine: its CPU, and the child processes tsddp starts on it) imports nothing of tsddp: the recipe, the benchmarks and the tests share it.',
+      { path: '^src/host/' },
+      { path: '^src/(?!host/)' },
+    ),
+    forbid(
+      'recipe-below-benchmark',
+      'The recipe (src/train) does not import the benchmarks: the benchmarks measure the recipe, not the other way round. What both need (process gangs, the machine) lives in src/host.',
+      { path: '^src/train/' },
+      { path: '^src/benchmark/' },
+    ),
+    forbid(
       'launcher-knows-no-ui',
       'The launcher (like torchrun) knows nothing of the recipe, the dashboard, the report or the CLI; the CLI composes them.',
       { path: '^src/launch/' },
@@ -78,9 +90,9 @@ module.exports = {
     ),
     forbid(
       'src-is-shipped',
-      'src/ is the published package: it cannot import tests, benchmarks or scripts (but scripts/lib, shipped with it).',
+      'src/ is the published package: it cannot import tests, benchmarks or scripts (scripts import src/, never the reverse).',
       { path: '^src/' },
-      { path: '^(test|bench|examples)/|^scripts/(?!lib/)' },
+      { path: '^(test|bench|examples|scripts)/' },
     ),
   ],
   options: {

@@ -29,11 +29,11 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { JsonLineProcess } from '../src/benchmark/gang.ts';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript, runPythonJson } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median, type Summary, summarize } from '../src/benchmark/stats.ts';
 import { imageAddon, jpegDecoderName } from '../src/data/image-addon.ts';
+import { JsonLineProcess } from '../src/host/gang.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 import { pairedRatios } from './lib/abab.ts';
 import { intFlag } from './lib/flags.ts';
 

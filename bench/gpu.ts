@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, spawnRanks } from '../src/benchmark/gang.ts';
+import { freePort, spawnRanks } from '../src/host/gang.ts';
 
 const { values: a } = parseArgs({
   options: {

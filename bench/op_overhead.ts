@@ -19,7 +19,6 @@
 // terminal rather than the op.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript, runPythonJson } from '../src/benchmark/reference.ts';
 import {
   calibrate,
@@ -31,6 +30,7 @@ import {
   type TimedLoop,
   usPerIter,
 } from '../src/benchmark/stats.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 import { type AbabSide, pairedRatios, runAbab } from './lib/abab.ts';
 
 const { values: opts } = parseArgs({

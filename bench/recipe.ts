@@ -21,10 +21,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
 import { Shapes } from '../src/data/index.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 import { intFlag, positiveFlag } from './lib/flags.ts';
 
 const { values: opts } = parseArgs({

@@ -7,9 +7,9 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 
 const { values: opts } = parseArgs({
   options: { rounds: { type: 'string', default: '5' }, python: { type: 'string' } },

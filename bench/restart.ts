@@ -20,9 +20,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 
 const STEPS = 8;
 const KILL_AT = 3;

@@ -35,10 +35,10 @@
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { JsonLineProcess } from '../src/benchmark/gang.ts';
-import { describeMachine, machineInfo } from '../src/benchmark/machine.ts';
 import { probeTorchPython, referenceScript } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable, median } from '../src/benchmark/stats.ts';
+import { JsonLineProcess } from '../src/host/gang.ts';
+import { describeMachine, machineInfo } from '../src/host/machine.ts';
 import { pairedRatios } from './lib/abab.ts';
 import { intFlag } from './lib/flags.ts';
 import { allConfigs, selectConfigs, type TrainConfig } from './lib/train-configs.ts';

@@ -3,7 +3,8 @@
 //   1. src/ → dist/: ESM JavaScript, .d.ts and source maps (tsconfig.build.json);
 //   2. the .d.ts files' relative imports rewritten from .ts to .js (tsc rewrites them in
 //      the JavaScript only), so a user's `tsc --strict` resolves them without our flags;
-//   3. the dashboard's static files copied beside their module;
+//   3. the dashboard's static files, and src/'s plain .mjs modules, copied beside the
+//      JavaScript that uses them;
 //   4. the data worker pre-built into one file (dist/data/data-worker.bundle.mjs), so data
 //      workers start without esbuild or tsx (see src/data/worker-bundle.ts).
 import { spawnSync } from 'node:child_process';
@@ -49,6 +50,10 @@ for (const f of walk(DIST).filter((p) => p.endsWith('.d.ts'))) {
 }
 
 cpSync(join(ROOT, 'src', 'dashboard', 'public'), join(DIST, 'dashboard', 'public'), { recursive: true });
+// tsc emits no .mjs: the plain modules of src/ (imported by the setup and install scripts
+// too, before anything is compiled) are copied as they are, with their declarations.
+for (const f of ['core/torch-version.mjs', 'core/torch-version.d.mts'])
+  cpSync(join(ROOT, 'src', f), join(DIST, f));
 
 const bundleDir = join(DIST, 'data');
 const out = run(

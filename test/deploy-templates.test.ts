@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { freePort } from '../src/benchmark/gang.ts';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
+import { freePort } from '../src/host/gang.ts';
 import { resolveLaunchConfig } from '../src/launch/options.ts';
 import { runCommand } from './helpers/run.ts';
 

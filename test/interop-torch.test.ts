@@ -14,8 +14,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { freePort } from '../src/benchmark/gang.ts';
 import { probeTorchPython, REPO_ROOT } from '../src/benchmark/reference.ts';
+import { freePort } from '../src/host/gang.ts';
 import { type CommandRun, runCommand } from './helpers/run.ts';
 
 const torch = probeTorchPython();

@@ -9,7 +9,15 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseTrainArgs, trainHelp } from '../src/cli/train-flags.ts';
 import { flagOf, OPTIONS } from '../src/train/config.ts';
-import { ConfigError, parseConfig, resolveLr, resolveStem, resolveWarmupEpochs } from '../src/train/index.ts';
+import {
+  ConfigError,
+  lrOf,
+  parseConfig,
+  planRun,
+  resolveStem,
+  resolveWarmupEpochs,
+} from '../src/train/index.ts';
+import { launchedPlan, withOptions } from '../src/train/plan.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-config-'));
@@ -41,10 +49,10 @@ test('defaults are the classic ResNet-50 DDP recipe', () => {
   assert.equal(c.resume, 'none');
   assert.equal(c.lr, undefined);
   // Linear scaling rule: 0.1 per 256 images of global batch.
-  assert.equal(resolveLr(c, 8), 0.1); // 8 ranks x 32 = 256
-  assert.equal(resolveLr({ ...c, batchSize: 64, gradAccum: 2 }, 4), 0.2); // 512 images
-  assert.equal(resolveLr({ ...c, lr: 0.05 }, 8), 0.05); // absolute wins
-  assert.equal(resolveLr({ ...c, baseLr: 0.2, baseBatch: 512 }, 8), 0.1);
+  assert.equal(lrOf(planRun(c), 8), 0.1); // 8 ranks x 32 = 256
+  assert.equal(lrOf(planRun({ ...c, batchSize: 64, gradAccum: 2 }), 4), 0.2); // 512 images
+  assert.equal(lrOf(planRun({ ...c, lr: 0.05 }), 8), 0.05); // absolute wins
+  assert.equal(lrOf(planRun({ ...c, baseLr: 0.2, baseBatch: 512 }), 8), 0.1);
   assert.equal(resolveStem(c), 'cifar'); // Shapes 32x32
   assert.equal(resolveStem({ ...c, dataset: 'fake' }), 'imagenet'); // 224x224
 });
@@ -131,26 +139,30 @@ test('flags: values, =, booleans, --no-, bare values, launcher flags kept apart'
     '--weight-decay',
     '5e-4',
   ]);
-  assert.equal(a.config.model, 'resnet18');
-  assert.equal(a.config.lr, 0.2);
-  assert.equal(a.config.batchSize, 64);
-  assert.equal(a.config.channelsLast, true);
-  assert.equal(a.config.pinMemory, false);
-  assert.equal(a.config.staticGraph, false);
-  assert.equal(a.config.amp, 'bf16');
-  assert.equal(a.config.weightDecay, 5e-4);
+  assert.equal(a.plan.options.model, 'resnet18');
+  assert.equal(a.plan.options.lr, 0.2);
+  assert.equal(a.plan.options.batchSize, 64);
+  assert.equal(a.plan.options.channelsLast, true);
+  assert.equal(a.plan.options.pinMemory, false);
+  assert.equal(a.plan.options.staticGraph, false);
+  assert.equal(a.plan.options.amp, 'bf16');
+  assert.equal(a.plan.options.weightDecay, 5e-4);
   assert.deepEqual(a.launch, { nprocPerNode: '2', standalone: true, maxRestarts: '3' });
-  // Workers that `tsddp train --nproc-per-node` starts get its validated config as JSON
-  // (TRAIN_CONFIG_ENV): the base layer, under a config file and flags.
-  const w = parseTrainArgs(['--epochs', '2'], JSON.parse(JSON.stringify(a.config)));
-  assert.deepEqual(w.config, { ...a.config, epochs: 2 });
+  // Workers that `tsddp train --nproc-per-node` starts get its resolved plan as JSON
+  // (PLAN_ENV): their whole configuration, taken as it is; flags beside it are refused.
+  const w = parseTrainArgs([], JSON.parse(JSON.stringify(a.plan)));
+  assert.deepEqual(w.plan, JSON.parse(JSON.stringify(a.plan)));
   assert.deepEqual(w.launch, {});
+  assert.match(
+    problems(() => parseTrainArgs(['--epochs', '2'], a.plan))[0],
+    /TSDDP_TRAIN_PLAN gives this worker its run plan, and a worker takes no flags beside it \(got --epochs 2\)/,
+  );
   assert.match(
     problems(() => parseTrainArgs(['--epochs']))[0],
     /option --epochs needs a value \(an integer >= 1\)/,
   );
   // A bare --dashboard is a free port, a bare --skip-bad-samples 100; values may be negative numbers.
-  const bare = parseTrainArgs(['--dashboard', '--skip-bad-samples']).config;
+  const bare = parseTrainArgs(['--dashboard', '--skip-bad-samples']).plan.options;
   assert.deepEqual([bare.dashboard, bare.skipBadSamples], [0, 100]);
   assert.match(problems(() => parseTrainArgs(['--lr', '-1']))[0], /invalid value -1 for option lr \(--lr\)/);
   assert.match(problems(() => parseTrainArgs(['stray']))[0], /unexpected argument 'stray'/);
@@ -164,9 +176,9 @@ test('a JSON or YAML config file (camelCase or kebab-case keys), overridden by f
   const file = join(tmp, 'c.json');
   writeFileSync(file, JSON.stringify({ model: 'resnet34', 'batch-size': 16, epochs: 7, nprocPerNode: 4 }));
   const a = parseTrainArgs(['--config', file, '--epochs', '3']);
-  assert.equal(a.config.model, 'resnet34');
-  assert.equal(a.config.batchSize, 16);
-  assert.equal(a.config.epochs, 3);
+  assert.equal(a.plan.options.model, 'resnet34');
+  assert.equal(a.plan.options.batchSize, 16);
+  assert.equal(a.plan.options.epochs, 3);
   assert.equal(a.launch.nprocPerNode, '4');
   writeFileSync(file, JSON.stringify({ amp: 'fp32' }));
   assert.match(problems(() => parseTrainArgs(['--config', file]))[0], /'fp32' for option amp \(--amp\)/);
@@ -176,9 +188,9 @@ test('a JSON or YAML config file (camelCase or kebab-case keys), overridden by f
     '# the recipe\nmodel: resnet18\nbatch-size: 64\nchannelsLast: true\nnproc-per-node: 2\n',
   );
   const y = parseTrainArgs(['--config', yaml, '--batch-size', '8']);
-  assert.equal(y.config.model, 'resnet18');
-  assert.equal(y.config.batchSize, 8);
-  assert.equal(y.config.channelsLast, true);
+  assert.equal(y.plan.options.model, 'resnet18');
+  assert.equal(y.plan.options.batchSize, 8);
+  assert.equal(y.plan.options.channelsLast, true);
   assert.equal(y.launch.nprocPerNode, '2');
   writeFileSync(yaml, 'model: [resnet18\n');
   assert.match(problems(() => parseTrainArgs(['--config', yaml]))[0], /c\.yaml is not valid YAML/);
@@ -229,4 +241,45 @@ test('no upper bounds: --threads 1e9, --workers 100000 and --prefetch 1e6 are re
   const c = parseConfig({ threads: 1024, workers: 256, prefetch: 64 });
   assert.deepEqual([c.threads, c.workers, c.prefetch], [1024, 256, 64], 'the bounds themselves are allowed');
   assert.match(trainHelp(), /--threads.*an integer from 1 to 1024/s);
+});
+
+test('the run plan: options resolved once into sections, with every derived value computed', () => {
+  const p = planRun({ dataset: 'fake', optimizer: 'adamw', betas: '0.9,0.95', amp: 'bf16', epochs: 20 });
+  assert.equal(p.model.arch, 'resnet50');
+  assert.equal(p.model.stem, 'imagenet'); // 'auto' resolved: FakeData is 224x224
+  assert.equal(p.data.imageSize, 224);
+  assert.equal(p.data.evalBatchSize, 64); // twice the training batch
+  assert.deepEqual(p.optim.betas, [0.9, 0.95]);
+  assert.equal(p.optim.schedule.warmupEpochs, 2); // at most a tenth of a 20-epoch run
+  assert.deepEqual([p.amp.dtype, p.amp.scaler], ['bfloat16', false]);
+  assert.equal(planRun({ amp: 'fp16' }).amp.scaler, true);
+  assert.deepEqual([p.ddp.commHook, p.ddp.powerSGD], [undefined, undefined]);
+  const psgd = planRun({ commHook: 'powerSGD', powersgdRank: 2 }).ddp;
+  assert.deepEqual(psgd.powerSGD, { matrixApproximationRank: 2, startPowerSGDIter: 1000 });
+  assert.equal(planRun({ checkpointDir: 'ck' }).launch.tuneFile, join(process.cwd(), 'ck', 'tune.json'));
+  assert.equal(p.options.betas, '0.9,0.95', 'the options as given stay beside the sections');
+  // withOptions validates the change and resolves the plan again.
+  assert.equal(withOptions(p, { imageSize: 32 }).model.stem, 'cifar');
+  assert.match(problems(() => withOptions(p, { batchSize: 0 }))[0], /option batchSize \(--batch-size\)/);
+});
+
+test('a worker takes the plan its launcher gave (TSDDP_TRAIN_PLAN), and refuses one that is not a plan', () => {
+  const plan = planRun({ model: 'resnet18', epochs: 3 });
+  assert.equal(launchedPlan({}), null);
+  assert.deepEqual(
+    launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify(plan) }),
+    JSON.parse(JSON.stringify(plan)),
+  );
+  assert.match(
+    problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: '{"epochs": 3' }))[0],
+    /TSDDP_TRAIN_PLAN is not valid JSON/,
+  );
+  assert.match(
+    problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify({ epochs: 3 }) }))[0],
+    /TSDDP_TRAIN_PLAN holds no run plan of this tsddp/,
+  );
+  assert.match(
+    problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify({ ...plan, version: 0 }) }))[0],
+    /holds no run plan of this tsddp \(version 1\)/,
+  );
 });

@@ -16,7 +16,7 @@ import {
   buildDatasets,
   buildScheduler,
   evaluate,
-  parseConfig,
+  planRun,
   prepareImages,
   seedBatchGenerator,
   type TrainConfigInput,
@@ -73,8 +73,9 @@ function shared(dir: string): TrainConfigInput {
  * mean loss, SGD with the same schedule. Returns the loss per step and the final state.
  */
 async function reference(cfgIn: TrainConfigInput, steps: number) {
-  const cfg = parseConfig(cfgIn);
-  const setup = await buildDatasets(cfg);
+  const plan = planRun(cfgIn);
+  const cfg = plan.options;
+  const setup = await buildDatasets(plan);
   const worldSize = 2;
   t.manualSeed(cfg.seed);
   const model = MODELS.tiny(setup.numClasses);
@@ -84,7 +85,7 @@ async function reference(cfgIn: TrainConfigInput, steps: number) {
     weightDecay: cfg.weightDecay,
   });
   const stepsPerEpoch = cfg.trainSize! / worldSize / cfg.batchSize;
-  const sched = buildScheduler(opt, cfg, stepsPerEpoch, cfg.lr as number);
+  const sched = buildScheduler(opt, plan, stepsPerEpoch, cfg.lr as number);
   const samplers = [0, 1].map(
     (rank) => new t.data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, seed: cfg.seed }),
   );
@@ -282,8 +283,7 @@ test('distributed evaluation: 10 samples on 3 ranks are each counted once, as on
   for (const r of results) assert.equal(r.lastEval?.count, 10);
 
   // The same model evaluated by one process over the whole validation set.
-  const config = parseConfig(cfg);
-  const setup = await buildDatasets(config);
+  const setup = await buildDatasets(planRun(cfg));
   const model = t.models.resnet18({ numClasses: 10, stem: 'cifar', widthMultiplier: 0.125 });
   const ckpt = readdirSync(join(tmp, 'eval')).sort().at(-1) as string;
   model.loadStateDict(await t.safetensors.loadFile(join(tmp, 'eval', ckpt, 'model.safetensors')));

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as t from '../src/core/index.ts';
 import * as data from '../src/data/index.ts';
-import { parseConfig } from '../src/train/config.ts';
 import { ResumableSampler, Trainer } from '../src/train/index.ts';
+import { planRun } from '../src/train/plan.ts';
 import { joinProcessGroup, timeoutSeconds } from '../src/train/process-group.ts';
 import { StepMeter } from '../src/train/step-meter.ts';
 
@@ -147,7 +147,7 @@ test('ResumableSampler.setEpoch(epoch, startIndex) starts the epoch part-way; Da
 });
 
 test('joinProcessGroup: no launcher environment is one process; a partial one is refused by name', async () => {
-  const c = parseConfig({});
+  const c = planRun({}).launch;
   const alone = await joinProcessGroup(c, {});
   assert.deepEqual(
     { ...alone, group: null },
@@ -174,8 +174,8 @@ test('Trainer.create() then fit(), as a library user calls them', async () => {
     },
     { progress: false },
   );
-  assert.equal(trainer.stepsPerEpoch, 4);
-  assert.equal(trainer.endStep, 8);
+  assert.equal(trainer.at.stepsPerEpoch, 4);
+  assert.equal(trainer.at.endStep, 8);
   assert.equal(trainer.ddp, null);
   const r = await trainer.fit();
   assert.equal(r.steps, 8);

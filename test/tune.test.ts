@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as t from '../src/core/index.ts';
-import { parseConfig } from '../src/train/config.ts';
+import { planRun } from '../src/train/plan.ts';
 import {
   nativeBf16,
   readTuneFile,
@@ -49,7 +49,7 @@ test('nativeBf16: CUDA, or a CPU flag for bf16 units; otherwise bf16 is not trie
 });
 
 test('tune: every candidate timed on the run’s model and a batch of its data; the fastest is chosen', async () => {
-  const c = parseConfig(TINY);
+  const c = planRun(TINY);
   const lines: string[] = [];
   const r = await tune(c, { steps: 1, rounds: 1, log: (l) => lines.push(l), threadsGiven: false });
   const bf16 = nativeBf16('cpu').yes;
@@ -111,7 +111,7 @@ test('tune: every candidate timed on the run’s model and a batch of its data; 
 });
 
 test('tune: what the run names (optimizer, workers, bucket size, OMP_NUM_THREADS) is kept, not tuned', async () => {
-  const c = parseConfig({ ...TINY, optimizerImpl: 'loop', bucketCapMb: 50 });
+  const c = planRun({ ...TINY, optimizerImpl: 'loop', bucketCapMb: 50 });
   const r = await tune(c, {
     steps: 1,
     rounds: 1,
@@ -157,7 +157,7 @@ test('the bucket rule: the fastest size, PyTorch’s 25 MiB unless beaten by 2%'
 });
 
 test('the tune file: written whole, reused for the same run only, a corrupt one refused by name', () => {
-  const c = parseConfig(TINY);
+  const c = planRun(TINY);
   const file = join(tmp, 'sub', 'tune.json');
   assert.equal(readTuneFile(file, tuneKey(c, 'cpu')), null, 'no file yet');
   const r: TuneResult = {
@@ -176,7 +176,7 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
   writeTuneFile(file, r);
   assert.deepEqual(readTuneFile(file, tuneKey(c, 'cpu')), r);
   assert.equal(
-    readTuneFile(file, tuneKey({ ...c, batchSize: 8 }, 'cpu')),
+    readTuneFile(file, tuneKey(planRun({ ...TINY, batchSize: 8 }), 'cpu')),
     null,
     'another batch size: tune again',
   );
@@ -195,7 +195,7 @@ test('the tune file: written whole, reused for the same run only, a corrupt one 
 });
 
 test('no upper bounds: a tune file choosing 100000 workers or 1e9 threads is a TuneError naming the file and the field', () => {
-  const c = parseConfig(TINY);
+  const c = planRun(TINY);
   const file = join(tmp, 'bounds', 'tune.json');
   const r: TuneResult = {
     version: 3,

@@ -4,8 +4,8 @@
 // checkout's .venv for scripts/setup.mjs, a per-user cache for the installed package).
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { torchFolderVersion } from '../../src/core/torch-version.mjs';
 import { aptInstall, capture, fail, isRoot, run } from './proc.mjs';
-import { torchFolderVersion } from './torch-version.mjs';
 
 export const MIN_TORCH = [2, 4];
 export const DEFAULT_TORCH_VERSION = '2.13.0';

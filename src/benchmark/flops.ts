@@ -4,12 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { noGrad } from '../autograd/grad-mode.ts';
 import * as t from '../core/index.ts';
+import { cpuFlags, cpuinfoField, readCpuinfo } from '../host/machine.ts';
 import { resnet18, resnet34, resnet50, resnet101, resnet152 } from '../models/index.ts';
 import { Conv2d } from '../nn/layers/conv.ts';
 import { Linear } from '../nn/layers/linear.ts';
 import type { Module } from '../nn/module.ts';
 import type { ModelSpec, ResNetName } from './cases.ts';
-import { cpuFlags, cpuinfoField, readCpuinfo } from './machine.ts';
 
 // ResNets only: a transformer's attention matmuls are not layers this count sees.
 const BUILDERS: Record<ResNetName, typeof resnet18> = {

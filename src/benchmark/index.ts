@@ -3,9 +3,9 @@
 // results.json and the PNG charts.
 import { join, resolve } from 'node:path';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
+import { machineInfo } from '../host/machine.ts';
 import type { ScenarioPlan } from './cases.ts';
 import { writeCharts } from './charts.ts';
-import { machineInfo } from './machine.ts';
 import type { TorchPython } from './reference.ts';
 import { type BenchReport, buildReport, reportMarkdown } from './report.ts';
 import { runBench } from './runner.ts';

@@ -1,9 +1,9 @@
 // The benchmark's report: a markdown page with one table per scenario (what docs/benchmarks.md's
 // results section quotes) and the JSON with every measured number.
 import { loadavg } from 'node:os';
+import { describeMachine, type MachineInfo } from '../host/machine.ts';
 import { type BenchCase, caseKey, modelLabel, type ScenarioPlan, type ScenarioRow } from './cases.ts';
 import { cpuPeakFlops, type PeakFlops, trainFlopsPerImage } from './flops.ts';
-import { describeMachine, type MachineInfo } from './machine.ts';
 import type { CaseResult, RunOptions, RunResult } from './runner.ts';
 import { fmt, markdownTable, medianInterval } from './stats.ts';
 

@@ -7,8 +7,8 @@
 // A case shared by several scenarios is measured once.
 import { fileURLToPath } from 'node:url';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
+import { Gang } from '../host/gang.ts';
 import { type BenchCase, caseKey, type ScenarioPlan } from './cases.ts';
-import { Gang } from './gang.ts';
 import type { ReadyInfo, StepSample, StepsAnswer } from './protocol.ts';
 import { REFERENCE_SCRIPT, type TorchPython } from './reference.ts';
 import { median } from './stats.ts';

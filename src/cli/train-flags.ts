@@ -2,9 +2,9 @@
 // overlaid with flags — the kebab-case forms of the options in train/config.ts
 // (--batch-size 64, --amp bf16, --channels-last, --no-pin-memory, --lr=0.2) — plus the
 // launcher's flags (--nproc-per-node, --max-restarts, ...). The options' schema
-// (config.ts) validates the result and names every bad option at once. Workers started by
-// `tsddp train --nproc-per-node` get the validated config through TRAIN_CONFIG_ENV, not
-// the command line again.
+// (config.ts) validates the result and names every bad option at once, and plan.ts resolves
+// it into the run plan. Workers started by `tsddp train --nproc-per-node` get that plan
+// through PLAN_ENV, not the command line again.
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { Command, Option } from 'commander';
@@ -18,13 +18,9 @@ import {
   flagOf,
   OPTIONS,
   type OptionKind,
-  parseConfig,
-  type TrainConfig,
   unknownOptionMessage,
 } from '../train/config.ts';
-
-/** The validated config (JSON) that `tsddp train --nproc-per-node` gives its workers. */
-export const TRAIN_CONFIG_ENV = 'TSDDP_TRAIN_CONFIG';
+import { PLAN_ENV, planRun, type RunPlan } from '../train/plan.ts';
 
 /**
  * The launcher's flags (torchrun's: --nproc-per-node, --max-restarts, ...), kept as the
@@ -37,7 +33,8 @@ const LAUNCH_NAMES = Object.keys(LAUNCH_KINDS);
 const BARE_VALUES: Record<string, string> = { dashboard: '0', skipBadSamples: '100' };
 
 export interface TrainArgs {
-  config: TrainConfig;
+  /** The options resolved into the run plan (plan.options: the options as validated). */
+  plan: RunPlan;
   /** Launcher flags given (as text); with nprocPerNode, `tsddp train` starts the workers. */
   launch: RawLaunchOptions;
   help: boolean;
@@ -156,10 +153,21 @@ function leftoverProblems(args: readonly string[]): { problems: string[]; unknow
 }
 
 /**
- * Parses `tsddp train` arguments (without the `train` word). `base` is a config layer
- * below the config file and the flags: what a launching `tsddp train` passed its workers.
+ * Parses `tsddp train` arguments (without the `train` word) into the run plan. A worker of
+ * a launching `tsddp train` passes the plan it was given (`launched`): that is its whole
+ * configuration, and flags beside it are refused rather than half applied.
  */
-export function parseTrainArgs(argv: readonly string[], base: Record<string, unknown> = {}): TrainArgs {
+export function parseTrainArgs(argv: readonly string[], launched: RunPlan | null = null): TrainArgs {
+  if (launched !== null) {
+    if (argv.length > 0)
+      failWith(
+        [
+          `${PLAN_ENV} gives this worker its run plan, and a worker takes no flags beside it (got ${argv.join(' ')})`,
+        ],
+        'worker arguments',
+      );
+    return { plan: launched, launch: {}, help: false, given: [] };
+  }
   const cmd = flagsCommand();
   cmd.parse([...argv], { from: 'user' });
   const { help, config: configFlag, ...flags } = cmd.opts() as Record<string, unknown>;
@@ -176,14 +184,14 @@ export function parseTrainArgs(argv: readonly string[], base: Record<string, unk
   }
   if (configFlag === true) problems.push('option --config needs a file path');
   const configFile = typeof configFlag === 'string' ? configFlag : undefined;
-  const fromFile = { ...base, ...(configFile !== undefined ? readConfigFile(configFile) : {}) };
+  const fromFile = configFile !== undefined ? readConfigFile(configFile) : {};
   const launch = {
     ...takeLaunch(fromFile, problems, 'the config file'),
     ...takeLaunch(flags, problems, 'the flags'),
   };
   const input = { ...fromFile, ...flags };
   const source = configFile !== undefined ? `options (config file ${configFile} and flags)` : 'options';
-  if (help === true) return { config: parseConfig({}), launch, help: true, configFile, given: [] };
+  if (help === true) return { plan: planRun({}), launch, help: true, configFile, given: [] };
   if (problems.length > 0) {
     // Report the flags' problems and the values' together.
     const all = [...problems, ...configProblems(input)];
@@ -191,7 +199,7 @@ export function parseTrainArgs(argv: readonly string[], base: Record<string, unk
       all.push(allowedOptionsLine(true, LAUNCH_NAMES));
     failWith(all, source);
   }
-  return { config: parseConfig(input, source), launch, help: false, configFile, given: Object.keys(input) };
+  return { plan: planRun(input, source), launch, help: false, configFile, given: Object.keys(input) };
 }
 
 /** --help text: every option, its flag, allowed values, default and meaning. */

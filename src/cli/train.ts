@@ -1,7 +1,7 @@
 // `tsddp train`: the classic DDP recipe (ResNets, ViTs) as a command. As a worker (alone, or under
 // tsrun/torchrun, which set RANK/WORLD_SIZE/...) it trains; given --nproc-per-node outside
 // a launcher, it becomes the launcher: the workers it starts run `tsddp train` with the
-// config it validated (TRAIN_CONFIG_ENV).
+// run plan it resolved (train/plan.ts PLAN_ENV).
 
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -12,8 +12,9 @@ import { debugEnabled } from '../env/index.ts';
 // Only the light parts of the recipe are imported up front (argument parsing, help):
 // libtorch loads when training or launching starts, so `tsddp --help` stays quick.
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
-import { ConfigError, type TrainConfig } from '../train/config.ts';
-import { parseTrainArgs, TRAIN_CONFIG_ENV, type TrainArgs, trainHelp } from './train-flags.ts';
+import { ConfigError } from '../train/config.ts';
+import { launchedPlan, PLAN_ENV, type RunPlan, withOptions } from '../train/plan.ts';
+import { parseTrainArgs, type TrainArgs, trainHelp } from './train-flags.ts';
 
 export function registerTrainCommand(program: Command): void {
   program
@@ -38,7 +39,7 @@ function rankLabel(): string {
 export async function trainCommand(argv: string[]): Promise<number> {
   let args: TrainArgs;
   try {
-    args = parseTrainArgs(argv, launchedConfig());
+    args = parseTrainArgs(argv, launchedPlan());
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tsddp train: error: ${e.message}\n(tsddp train --help lists the options)\n`);
@@ -53,11 +54,11 @@ export async function trainCommand(argv: string[]): Promise<number> {
     // Several GPUs: one process per GPU, as the DDP recipe runs (torchrun --nproc-per-node gpu).
     args = { ...args, launch: { ...args.launch, nprocPerNode: 'gpu' } };
   }
-  if (args.config.tune) {
+  if (args.plan.launch.tune) {
     const nproc = underLauncher ? undefined : nprocOf(args.launch.nprocPerNode);
-    const tuned = await applyTune(args.config, nproc, args.given);
+    const tuned = await applyTune(args.plan, nproc, args.given);
     if (typeof tuned === 'number') return tuned;
-    args = { ...args, config: tuned };
+    args = { ...args, plan: tuned };
   }
   if (!underLauncher && args.launch.nprocPerNode !== undefined) return launchWorkers(args);
   if (!underLauncher && Object.keys(args.launch).length > 0) {
@@ -65,78 +66,38 @@ export async function trainCommand(argv: string[]): Promise<number> {
       `tsddp train: warning: launcher options (${Object.keys(args.launch).join(', ')}) apply only with --nproc-per-node; ignored\n`,
     );
   }
-  if (args.config.dashboard !== undefined && !underLauncher) return trainWithDashboard(args.config);
+  const { io } = args.plan;
+  if (io.dashboard !== undefined && !underLauncher) return trainWithDashboard(args.plan);
   // A launcher with --dashboard tells its workers where to write metrics; one without does not serve it.
-  if (args.config.dashboard !== undefined && !process.env[METRICS_FILE_ENV] && process.env.RANK === '0') {
+  if (io.dashboard !== undefined && !process.env[METRICS_FILE_ENV] && process.env.RANK === '0') {
     process.stderr.write(
       'tsddp train: warning: under a launcher, the launcher serves the dashboard: give --dashboard to tsrun; ignored here\n',
     );
   }
-  return runTrain(args.config);
+  return runTrain(args.plan);
 }
 
 /**
- * --tune: the choice in the tune file when it fits this run, else a trial run here (in the
- * launching process, with each worker's share of the threads) written to the file; the
- * config comes back with the choice applied and `tune` off (so workers do not tune again).
- * A worker of another launcher (torchrun) cannot tune alone: every rank must choose the
- * same, so it needs a tune file made beforehand. Resolves with an exit code on failure.
+ * --tune: the plan with the tune file's choice, or a trial's (train/tune-plan.ts).
+ * Resolves with the plan, or with an exit code after saying why it failed.
  */
 export async function applyTune(
-  config: TrainConfig,
+  plan: RunPlan,
   nproc: number | undefined,
   given: readonly string[],
   who = 'tsddp train',
-): Promise<TrainConfig | number> {
-  const tuneMod = await import('../train/tune.ts');
-  const { cuda, getNumThreads, setNumThreads } = await import('../core/runtime.ts');
-  const file = tuneFileOf(config);
-  const key = (ranks: number) => tuneMod.tuneKey(config, cuda.isAvailable() ? 'cuda' : 'cpu', ranks);
+): Promise<RunPlan | number> {
+  const [{ tunePlan }, { TuneError }] = await Promise.all([
+    import('../train/tune-plan.ts'),
+    import('../train/tune.ts'),
+  ]);
   const say = (line: string) => process.stderr.write(`${who}: ${line}\n`);
-  const before = getNumThreads();
   try {
-    let result: ReturnType<typeof tuneMod.readTuneFile>;
-    if (nproc === undefined) {
-      const ranks = Number(process.env.LOCAL_WORLD_SIZE ?? 1);
-      result = file === undefined ? null : tuneMod.readTuneFile(file, key(ranks));
-      if (result === null) {
-        say(
-          `error: --tune under a launcher needs a tune file made for this run (${file ?? 'give --tune-file'}): ` +
-            'run `tsddp tune` with the same options first, or start the run with tsddp train --nproc-per-node',
-        );
-        return 2;
-      }
-    } else {
-      const threads = process.env.OMP_NUM_THREADS
-        ? Number(process.env.OMP_NUM_THREADS)
-        : tuneMod.workerThreads(nproc);
-      setNumThreads(threads);
-      result = file === undefined ? null : tuneMod.readTuneFile(file, key(nproc));
-      if (result !== null) say(`tune: reusing ${file}`);
-      else {
-        const threadsGiven = Boolean(process.env.OMP_NUM_THREADS);
-        result = await tuneMod.tune(config, { log: say, ranks: nproc, given, threadsGiven });
-        if (file !== undefined) tuneMod.writeTuneFile(file, result);
-      }
-      for (const line of tuneMod.describeResult(result)) say(line);
-    }
-    const { channelsLast, amp, optimizerImpl, threads, workers, bucketCapMb } = result.choice;
-    return {
-      ...config,
-      tune: false,
-      channelsLast,
-      amp,
-      optimizerImpl,
-      ...(threads === undefined ? {} : { threads }),
-      ...(workers === undefined ? {} : { workers }),
-      ...(bucketCapMb === undefined ? {} : { bucketCapMb }),
-    };
+    return await tunePlan(plan, { nproc, given, say });
   } catch (e) {
-    if (!(e instanceof tuneMod.TuneError)) throw e;
+    if (!(e instanceof TuneError) && !(e instanceof ConfigError)) throw e;
     say(`error: ${e.message}`);
-    return 1;
-  } finally {
-    setNumThreads(before);
+    return e instanceof ConfigError ? 2 : 1;
   }
 }
 
@@ -151,27 +112,10 @@ export function nprocOf(flag: string | number | undefined): number {
   return Number.isInteger(n) && n > 0 ? n : availableParallelism();
 }
 
-/** --tune-file, else tune.json in the checkpoint folder, else none (the choice is not kept). */
-export function tuneFileOf(config: TrainConfig): string | undefined {
-  if (config.tuneFile !== undefined) return resolve(config.tuneFile);
-  return config.checkpointDir === undefined ? undefined : resolve(config.checkpointDir, 'tune.json');
-}
-
-/** The config a launching `tsddp train` gave this worker, if any. */
-function launchedConfig(): Record<string, unknown> {
-  const json = process.env[TRAIN_CONFIG_ENV];
-  if (json === undefined || json === '') return {};
-  try {
-    return JSON.parse(json) as Record<string, unknown>;
-  } catch (e) {
-    throw new ConfigError(`${TRAIN_CONFIG_ENV} is not valid JSON: ${(e as Error).message}`, []);
-  }
-}
-
-async function runTrain(config: TrainConfig): Promise<number> {
+async function runTrain(plan: RunPlan): Promise<number> {
   try {
     const { train } = await import('../train/trainer.ts');
-    await train(config);
+    await train(plan);
     return 0;
   } catch (e) {
     const err = e as Error;
@@ -197,15 +141,14 @@ async function launchWorkers(args: TrainArgs): Promise<number> {
     process.stderr.write(`tsddp train: error: ${e.message}\n`);
     return 2;
   }
-  if (args.config.dashboard !== undefined) {
-    const { metricsFile } = args.config;
-    cfg.dashboard = { port: args.config.dashboard, metricsFile: metricsFile && resolve(metricsFile) };
-  }
-  // The workers train with the config validated here, not a second parse of the flags.
-  const code = await launchJob(cfg, { [TRAIN_CONFIG_ENV]: JSON.stringify(args.config) });
+  const { dashboard, metricsFile } = args.plan.io;
+  if (dashboard !== undefined)
+    cfg.dashboard = { port: dashboard, metricsFile: metricsFile && resolve(metricsFile) };
+  // The workers train with the plan resolved here: no second parse of flags, no second validation.
+  const code = await launchJob(cfg, { [PLAN_ENV]: JSON.stringify(args.plan) });
   // Rank 0 merges the rank files when the run succeeds; after a failure (or a rank 0 that
   // was killed), the launcher merges what the ranks wrote, so the metrics file is there.
-  if (args.config.metricsFile !== undefined) await mergeAfterLaunch(resolve(args.config.metricsFile), code);
+  if (metricsFile !== undefined) await mergeAfterLaunch(resolve(metricsFile), code);
   return code;
 }
 
@@ -229,13 +172,13 @@ export async function mergeAfterLaunch(file: string, code: number): Promise<void
 }
 
 /** One process, no launcher: it serves the dashboard itself. */
-async function trainWithDashboard(config: TrainConfig): Promise<number> {
+async function trainWithDashboard(plan: RunPlan): Promise<number> {
   const { defaultMetricsFile, runWithDashboard } = await import('../dashboard/index.ts');
-  const metricsFile = resolve(config.metricsFile ?? defaultMetricsFile('local'));
-  const spec = { port: config.dashboard ?? 0, metricsFile, runId: 'local', worldSize: 1, maxRestarts: 0 };
+  const metricsFile = resolve(plan.io.metricsFile ?? defaultMetricsFile('local'));
+  const spec = { port: plan.io.dashboard ?? 0, metricsFile, runId: 'local', worldSize: 1, maxRestarts: 0 };
   const log = (line: string) => process.stderr.write(`tsddp train: ${line}\n`);
   return runWithDashboard(spec, log, (report) => {
     report.attempt(0);
-    return runTrain({ ...config, metricsFile });
+    return runTrain(withOptions(plan, { metricsFile }));
   });
 }

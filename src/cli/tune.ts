@@ -5,7 +5,8 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError } from '../train/config.ts';
-import { applyTune, nprocOf, tuneFileOf } from './train.ts';
+import { withOptions } from '../train/plan.ts';
+import { applyTune, nprocOf } from './train.ts';
 import { parseTrainArgs, trainHelp } from './train-flags.ts';
 
 export function registerTuneCommand(program: Command): void {
@@ -36,9 +37,10 @@ export async function tuneCommand(argv: string[]): Promise<number> {
     process.stdout.write(`usage: tsddp tune [tsddp train options]\n\n${trainHelp()}\n`);
     return 0;
   }
-  const config = { ...args.config, tuneFile: tuneFileOf(args.config) ?? resolve('tune.json') };
-  const tuned = await applyTune(config, nprocOf(args.launch.nprocPerNode), args.given, 'tsddp tune');
+  const file = args.plan.launch.tuneFile ?? resolve('tune.json');
+  const plan = withOptions(args.plan, { tuneFile: file });
+  const tuned = await applyTune(plan, nprocOf(args.launch.nprocPerNode), args.given, 'tsddp tune');
   if (typeof tuned === 'number') return tuned;
-  process.stderr.write(`tsddp tune: wrote ${config.tuneFile}\n`);
+  process.stderr.write(`tsddp tune: wrote ${file}\n`);
   return 0;
 }

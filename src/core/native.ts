@@ -3,10 +3,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { torchFolderVersion } from '../../scripts/lib/torch-version.mjs';
 import { TsddpError } from '../errors/index.ts';
 import { TorchError } from './errors.ts';
 import { isCompiled } from './module-url.ts';
+import { torchFolderVersion } from './torch-version.mjs';
 
 /** The addon's exports. Handles are small integers indexing the native slot table. */
 export interface NativeAddon {

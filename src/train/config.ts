@@ -453,13 +453,3 @@ export function imageSizeOf(c: TrainConfig): number {
 export function resolveWarmupEpochs(c: TrainConfig): number {
   return c.warmupEpochs ?? Math.min(5, c.epochs / 10);
 }
-
-/** The global batch of one optimizer step. */
-export function globalBatch(c: TrainConfig, worldSize: number): number {
-  return c.batchSize * c.gradAccum * worldSize;
-}
-
-/** --lr, else the linear scaling rule: base-lr x global batch / base-batch. */
-export function resolveLr(c: TrainConfig, worldSize: number): number {
-  return c.lr ?? (c.baseLr * globalBatch(c, worldSize)) / c.baseBatch;
-}

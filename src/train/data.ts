@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { join, relative } from 'node:path';
 import * as t from '../core/index.ts';
 import * as data from '../data/index.ts';
-import { imageSizeOf, type TrainConfig } from './config.ts';
+import type { RunPlan } from './plan.ts';
+import type { Placement } from './process-group.ts';
 
 const IMAGENET_MEAN = [0.485, 0.456, 0.406];
 const IMAGENET_STD = [0.229, 0.224, 0.225];
@@ -48,9 +49,10 @@ export function dataIdentity(ds: ImageDataset): DataIdentity {
   return { samples: ds.length, fingerprint: hash.digest('hex').slice(0, 32) };
 }
 
-/** Builds the training and validation datasets the config names. */
-export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
-  const S = imageSizeOf(c);
+/** Builds the training and validation datasets the plan names. */
+export async function buildDatasets(plan: Pick<RunPlan, 'data'>): Promise<DataSetup> {
+  const c = plan.data;
+  const S = c.imageSize;
   switch (c.dataset) {
     case 'shapes':
       return {
@@ -78,7 +80,7 @@ export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
     case 'cifar10':
     case 'cifar100': {
       const C = c.dataset === 'cifar10' ? data.CIFAR10 : data.CIFAR100;
-      const root = c.data as string;
+      const root = c.root as string;
       return {
         train: await C.create({ root, train: true, download: c.download }),
         val: await C.create({ root, train: false }),
@@ -90,7 +92,7 @@ export async function buildDatasets(c: TrainConfig): Promise<DataSetup> {
       };
     }
     case 'imagefolder': {
-      const root = c.data as string;
+      const root = c.root as string;
       // torchvision's ImageNet recipe: RandomResizedCrop + flip to train, resize to
       // S / 0.875 and center-crop S to validate.
       const evalTransform = new data.Compose([
@@ -215,9 +217,20 @@ export function epochBatches(
   return loaders.train[Symbol.asyncIterator]();
 }
 
-export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, worldSize: number): Loaders {
+/**
+ * This rank's loaders: training (DistributedSampler, resumable) and validation. `plan.data`
+ * gives the batches and the loading; `plan.loop` the seed and the micro-batches per step.
+ */
+export function buildLoaders(
+  plan: Pick<RunPlan, 'data' | 'loop'>,
+  setup: DataSetup,
+  rank: number,
+  worldSize: number,
+): Loaders {
+  const c = plan.data;
+  const { seed, gradAccum } = plan.loop;
   const sampler = new ResumableSampler(
-    new data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, shuffle: true, seed: c.seed }),
+    new data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, shuffle: true, seed }),
     setup.train,
   );
   const loading = {
@@ -234,20 +247,20 @@ export function buildLoaders(c: TrainConfig, setup: DataSetup, rank: number, wor
     batchSize: c.batchSize,
     sampler,
     dropLast: true,
-    seed: c.seed,
+    seed,
   });
   const batchesPerEpoch = Math.floor(sampler.inner.length / c.batchSize);
-  if (batchesPerEpoch < c.gradAccum) {
+  if (batchesPerEpoch < gradAccum) {
     throw new RangeError(
       `each rank gets ${sampler.inner.length} training samples per epoch: fewer than one step of ` +
-        `${c.gradAccum} x ${c.batchSize} (grad-accum x batch-size); use a smaller batch or more data`,
+        `${gradAccum} x ${c.batchSize} (grad-accum x batch-size); use a smaller batch or more data`,
     );
   }
   // No padding for validation: each sample is evaluated on exactly one rank.
   const val = new data.DataLoader(setup.val, {
     ...loading,
     persistentWorkers: false,
-    batchSize: c.evalBatchSize ?? 2 * c.batchSize,
+    batchSize: c.evalBatchSize,
     sampler: new data.DistributedEvalSampler(setup.val, { numReplicas: worldSize, rank }),
   });
   return { train, sampler, val, batchesPerEpoch, batchSize: c.batchSize };
@@ -290,4 +303,21 @@ export function prepareImages(image: t.Tensor, setup: DataSetup, opts: PrepareOp
     x = data.normalizeBatch(x, setup.mean, setup.std);
     return opts.channelsLast ? x.contiguous('channelsLast') : x;
   });
+}
+
+/** A training micro-batch as the model takes it: augmented (from `generator`), normalized, on the device. */
+export function trainingInputs(
+  batch: data.Batch,
+  plan: Pick<RunPlan, 'data' | 'model'>,
+  setup: DataSetup,
+  on: Placement,
+  generator: t.Generator,
+): { x: t.Tensor; y: t.Tensor } {
+  const prepare = { augment: plan.data.augment, generator, channelsLast: plan.model.channelsLast };
+  const x = prepareImages(batch.image, setup, prepare);
+  if (on.deviceType !== 'cuda') return { x, y: batch.label };
+  return {
+    x: x.to({ device: on.device, nonBlocking: true }),
+    y: batch.label.to({ device: on.device, nonBlocking: true }),
+  };
 }

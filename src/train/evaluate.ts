@@ -7,8 +7,11 @@ import { autocast } from '../amp/index.ts';
 import { noGradAsync } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
 import type { DataLoader } from '../data/index.ts';
-import { allReduce, type ProcessGroup } from '../distributed/index.ts';
+import { allReduce, broadcast, type ProcessGroup } from '../distributed/index.ts';
 import type { Module } from '../nn/index.ts';
+import { type DataSetup, prepareImages } from './data.ts';
+import type { RunPlan } from './plan.ts';
+import type { Placement } from './process-group.ts';
 
 export interface EvalResult {
   /** Mean cross-entropy over all validation samples (no label smoothing). */
@@ -86,4 +89,33 @@ export async function evaluate(
     count: n,
     localCount,
   };
+}
+
+/** What the recipe's evaluation uses of a run's parts (setup.ts RunParts). */
+export interface EvalParts {
+  model: Module;
+  plan: Pick<RunPlan, 'model'>;
+  setup: DataSetup;
+  on: Placement;
+  pg: { group: ProcessGroup | null };
+  loaders: { val: DataLoader };
+}
+
+/** The recipe's evaluation of rank 0's model on the validation set; every rank takes part. */
+export async function evaluateRun(parts: EvalParts): Promise<EvalResult> {
+  const { model, setup, on, plan } = parts;
+  const { group } = parts.pg;
+  // Each rank's BatchNorm running statistics took its own last batch; DDP would
+  // broadcast rank 0's before the next forward. Do that now, so every rank evaluates
+  // the same model: rank 0's, the one its checkpoints hold.
+  if (group !== null && group.size > 1)
+    await Promise.all(model.buffers().map((b) => broadcast(b, 0, { group })));
+  const channelsLast = plan.model.channelsLast;
+  return evaluate(model, parts.loaders.val, {
+    prepare: (image) => prepareImages(image, setup, { augment: false, channelsLast }),
+    amp: on.ampDtype,
+    deviceType: on.deviceType,
+    device: on.device,
+    group,
+  });
 }

@@ -14,12 +14,10 @@ export {
   COMM_HOOKS,
   ConfigError,
   DATASETS,
-  globalBatch,
   imageSizeOf,
   MODELS,
   type OptionName,
   parseConfig,
-  resolveLr,
   resolveStem,
   resolveWarmupEpochs,
   SCHEDULES,
@@ -38,6 +36,15 @@ export {
   seedBatchGenerator,
 } from './data.ts';
 export { type EvalResult, type EvaluateOptions, evaluate } from './evaluate.ts';
+export {
+  globalBatchOf,
+  isRunPlan,
+  lrOf,
+  PLAN_ENV,
+  planRun,
+  type RunPlan,
+  withOptions,
+} from './plan.ts';
 export { PreflightError } from './preflight.ts';
 export { PriorRunError } from './prior-run.ts';
 export { buildScheduler } from './schedule.ts';

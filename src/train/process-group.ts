@@ -5,7 +5,15 @@ import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { storeUnreachable } from '../distributed/process-group.ts';
 import { announceStoreWait, cppStacktracesShown, waitForStore } from '../distributed/store-probe.ts';
-import { ConfigError, type TrainConfig } from './config.ts';
+import { ConfigError } from './config.ts';
+import type { LaunchPlan } from './plan.ts';
+
+/** Where the math runs: the device, and the autocast dtype (null: full precision). */
+export interface Placement {
+  device: string;
+  deviceType: 'cpu' | 'cuda';
+  ampDtype: 'bfloat16' | 'float16' | null;
+}
 
 export interface RunPlacement {
   group: dist.ProcessGroup | null;
@@ -24,7 +32,7 @@ export interface RunPlacement {
  * and 30 minutes across nodes, where a slow node or file system is more likely.
  */
 export function timeoutSeconds(
-  c: Pick<TrainConfig, 'timeout'>,
+  c: Pick<LaunchPlan, 'timeout'>,
   env: { worldSize: number; localWorldSize: number },
 ): number {
   return c.timeout ?? (env.localWorldSize === env.worldSize ? 300 : 1800);
@@ -36,7 +44,7 @@ function launched(env: NodeJS.ProcessEnv): boolean {
 
 /** Joins the run's process group (or takes the initialized one, or none). */
 export async function joinProcessGroup(
-  c: TrainConfig,
+  c: Pick<LaunchPlan, 'timeout' | 'backend'>,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RunPlacement> {
   const denv = launched(env) ? dist.readDistEnv(env) : null;

@@ -5,10 +5,12 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   CheckpointError,
+  type CheckpointState,
   checkpointDirName,
   type LoadTargets,
   latestCheckpoint,
   loadCheckpoint,
+  saveCheckpoint,
   stepOfDirName,
 } from '../checkpoint/index.ts';
 import { EVALUATION_FILE } from '../checkpoint/layout.ts';
@@ -19,6 +21,7 @@ import { ELASTIC_ENV } from '../launch/elastic.ts';
 import type { TrainConfig } from './config.ts';
 import type { DataIdentity } from './data.ts';
 import type { EvalResult } from './evaluate.ts';
+import type { RunPlan } from './plan.ts';
 import { PriorRunError } from './prior-run.ts';
 import type { RunPlacement } from './process-group.ts';
 
@@ -59,6 +62,49 @@ export function resumeExtra(c: TrainConfig, s: ResumeState): Record<string, unkn
     evalPending: s.evalPending,
     config: { ...Object.fromEntries(RESUME_KEYS.map((k) => [k, c[k] ?? null])), data: s.data },
   };
+}
+
+/** What a checkpoint saves of a run's parts (setup.ts RunParts). */
+export interface CheckpointParts
+  extends Required<Pick<CheckpointState, 'model' | 'optimizer' | 'scheduler'>> {
+  scaler: CheckpointState['scaler'] | null;
+  plan: Pick<RunPlan, 'options' | 'io'>;
+  dataIdentity: DataIdentity;
+  pg: { worldSize: number };
+}
+
+/** Where in the run a checkpoint is saved: a finished epoch is saved as the start of the next one. */
+export interface SavedPosition {
+  epoch: number;
+  step: number;
+  stepInEpoch: number;
+  samplesInEpoch: number;
+}
+
+/** Rank 0 writes the run's checkpoint: model, optimizer, schedule, scaler, and where the run stands (resumeExtra). */
+export async function saveRunCheckpoint(
+  parts: CheckpointParts,
+  at: SavedPosition,
+  evalPending: boolean,
+): Promise<void> {
+  const { model, optimizer, scheduler, plan, dataIdentity: data } = parts;
+  const { epoch, step, stepInEpoch, samplesInEpoch } = at;
+  const extra = resumeExtra(plan.options, { stepInEpoch, samplesInEpoch, data, evalPending });
+  await saveCheckpoint(
+    plan.io.checkpointDir as string,
+    {
+      model,
+      optimizer,
+      scheduler,
+      scaler: parts.scaler ?? undefined,
+      epoch,
+      step,
+      samplerEpoch: epoch,
+      worldSize: parts.pg.worldSize,
+      extra,
+    },
+    { keepLast: plan.io.checkpointKeep },
+  );
 }
 
 /** Records in checkpoint `dir` that the evaluation due after it finished (rank 0, after evaluate()). */

@@ -3,19 +3,20 @@
 // over the rest of the run; or OneCycle, which has its own warm-up phase.
 import type { Optimizer } from '../optim/index.ts';
 import { lrScheduler } from '../optim/index.ts';
-import { resolveWarmupEpochs, type TrainConfig } from './config.ts';
+import type { RunPlan } from './plan.ts';
 
 export function buildScheduler(
   optimizer: Optimizer,
-  c: TrainConfig,
+  plan: Pick<RunPlan, 'optim' | 'loop'>,
   stepsPerEpoch: number,
   lr: number,
 ): lrScheduler.LRScheduler {
-  const total = c.epochs * stepsPerEpoch;
-  if (c.schedule === 'onecycle') return new lrScheduler.OneCycleLR(optimizer, lr, { totalSteps: total });
-  const warm = Math.round(resolveWarmupEpochs(c) * stepsPerEpoch);
+  const c = plan.optim.schedule;
+  const total = plan.loop.epochs * stepsPerEpoch;
+  if (c.kind === 'onecycle') return new lrScheduler.OneCycleLR(optimizer, lr, { totalSteps: total });
+  const warm = Math.round(c.warmupEpochs * stepsPerEpoch);
   const main =
-    c.schedule === 'cosine'
+    c.kind === 'cosine'
       ? new lrScheduler.CosineAnnealingLR(optimizer, Math.max(1, total - warm))
       : new lrScheduler.StepLR(optimizer, c.stepEpochs * stepsPerEpoch, { gamma: c.gamma });
   if (warm === 0) return main;

@@ -18,14 +18,7 @@ import {
 } from '../models/index.ts';
 import type { Module } from '../nn/index.ts';
 import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
-import {
-  parseBetas,
-  parseConfig,
-  resolveLr,
-  resolveStem,
-  type TrainConfig,
-  type TrainConfigInput,
-} from './config.ts';
+import type { TrainConfig, TrainConfigInput } from './config.ts';
 import {
   buildDatasets,
   buildLoaders,
@@ -34,23 +27,17 @@ import {
   dataIdentity,
   type Loaders,
 } from './data.ts';
+import { isRunPlan, lrOf, type OptimPlan, planRun, type RunPlan, withOptions } from './plan.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
-import { joinProcessGroup, type RunPlacement } from './process-group.ts';
+import { joinProcessGroup, type Placement, type RunPlacement } from './process-group.ts';
 import { chooseLatest, findResume, loadResume, type ResumePoint, resumesLatest } from './resume.ts';
 import { buildScheduler } from './schedule.ts';
 import type { TrainHooks } from './types.ts';
 
-/** Where the math runs: the device, and the autocast dtype (null: full precision). */
-export interface Placement {
-  device: string;
-  deviceType: 'cpu' | 'cuda';
-  ampDtype: 'bfloat16' | 'float16' | null;
-}
-
 /** What setupRun() builds: everything a Trainer runs. */
 export interface RunParts {
-  config: TrainConfig;
+  plan: RunPlan;
   hooks: TrainHooks;
   pg: RunPlacement;
   on: Placement;
@@ -66,6 +53,8 @@ export interface RunParts {
   heartbeat: Heartbeat | null;
   /** The training set's identity (data.ts), recorded in every checkpoint. */
   dataIdentity: DataIdentity;
+  /** The learning rate for this world's global batch (linear scaling rule, plan.ts lrOf). */
+  lr: number;
   /** performance.now() when the run started. */
   started: number;
 }
@@ -80,7 +69,10 @@ const now = () => performance.now();
  * datasets and loaders, model, optimizer, schedule, scaler, the resumed checkpoint, DDP.
  * On failure, what it started (loader workers, the process group) is stopped.
  */
-export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: TrainHooks): Promise<RunParts> {
+export async function setupRun(
+  input: RunPlan | TrainConfig | TrainConfigInput,
+  hooks: TrainHooks,
+): Promise<RunParts> {
   const started = now();
   // The watchdog sees a rank stuck in its setup too, not only one stuck between steps.
   const heartbeat = Heartbeat.fromEnv();
@@ -93,23 +85,21 @@ export async function setupRun(input: TrainConfig | TrainConfigInput, hooks: Tra
 }
 
 async function setupParts(
-  input: TrainConfig | TrainConfigInput,
+  input: RunPlan | TrainConfig | TrainConfigInput,
   hooks: TrainHooks,
   started: number,
   heartbeat: Heartbeat | null,
 ): Promise<RunParts> {
   const beat = (phase: string, waiting = false) => heartbeat?.beat(SETUP_STEP, `setup: ${phase}`, waiting);
-  const parsed = parseConfig(input);
-  // Under a launcher serving the dashboard, metrics go where it reads them.
-  const envMetrics = process.env[METRICS_FILE_ENV];
-  const c = parsed.metricsFile === undefined && envMetrics ? { ...parsed, metricsFile: envMetrics } : parsed;
-  if (c.threads !== undefined) t.setNumThreads(c.threads);
+  const plan = underLauncherDashboard(isRunPlan(input) ? input : planRun(input));
+  const c = plan.options;
+  if (plan.launch.threads !== undefined) t.setNumThreads(plan.launch.threads);
   beat('joining the process group', true);
-  const pg = await joinProcessGroup(c);
+  const pg = await joinProcessGroup(plan.launch);
   let loaders: Loaders | null = null;
   try {
-    const on = placementOf(c, pg);
-    const lr = resolveLr(c, pg.worldSize);
+    const on = placementOf(plan, pg);
+    const lr = lrOf(plan, pg.worldSize);
     // Everything that can fail before the first step, checked on every rank and compared
     // across ranks (preflight.ts), so a bad folder or option fails now, everywhere.
     const restarting = pg.restartCount > 0;
@@ -119,18 +109,18 @@ async function setupParts(
       guardPriorRun(c, { restarting, rank: pg.rank });
       // Rank 0 picks the checkpoint (or refuses) before anything is built or written.
       if (pg.rank === 0 && resumesLatest(c, pg.restartCount)) latestStep = await chooseLatest(c, restarting);
-      const setup = await buildDatasets(c);
-      const model = buildModel(c, hooks, setup, on);
-      const optimizer = buildOptimizer(model, c, lr);
-      if (c.checkpointDir !== undefined)
-        checkCheckpointFolder(c.checkpointDir, 2 * checkpointBytes(model, c));
+      const setup = await buildDatasets(plan);
+      const model = buildModel(plan, hooks, setup, on);
+      const optimizer = buildOptimizer(model, plan.optim, lr);
+      if (plan.io.checkpointDir !== undefined)
+        checkCheckpointFolder(plan.io.checkpointDir, 2 * checkpointBytes(model, plan.optim));
       beat("comparing the ranks' pre-flight checks", true);
       return { setup, model, optimizer };
     });
-    loaders = buildLoaders(c, setup, pg.rank, pg.worldSize);
-    const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / c.gradAccum);
-    const scheduler = buildScheduler(optimizer, c, stepsPerEpoch, lr);
-    const scaler = c.amp === 'fp16' ? new GradScaler({ device: on.deviceType }) : null;
+    loaders = buildLoaders(plan, setup, pg.rank, pg.worldSize);
+    const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / plan.loop.gradAccum);
+    const scheduler = buildScheduler(optimizer, plan, stepsPerEpoch, lr);
+    const scaler = plan.amp.scaler ? new GradScaler({ device: on.deviceType }) : null;
     beat('choosing the checkpoint to resume', true);
     const resumeDir = await findResume(c, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
@@ -141,9 +131,9 @@ async function setupParts(
         ? null
         : { dir: resumeDir, ...(await loadResume(resumeDir, targets, c, pg.worldSize, identity)) };
     beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
-    const ddp = pg.group === null ? null : wrapDdp(model, c, on, pg);
+    const ddp = pg.group === null ? null : wrapDdp(model, plan, on, pg);
     return {
-      config: c,
+      plan,
       hooks,
       pg,
       on,
@@ -157,6 +147,7 @@ async function setupParts(
       resume,
       heartbeat,
       dataIdentity: identity,
+      lr,
       started,
     };
   } catch (e) {
@@ -168,50 +159,54 @@ async function setupParts(
 }
 
 /** Where this rank's math runs: its GPU (LOCAL_RANK's) where CUDA is, else the CPU; the autocast dtype. */
-function placementOf(c: TrainConfig, pg: RunPlacement): Placement {
+function placementOf(plan: RunPlan, pg: RunPlacement): Placement {
   const useCuda = t.cuda.isAvailable();
-  if (useCuda) t.backends.cudnn.benchmark = c.cudnnBenchmark;
+  if (useCuda) t.backends.cudnn.benchmark = plan.launch.cudnnBenchmark;
   return {
     device: useCuda ? `cuda:${pg.localRank}` : 'cpu',
     deviceType: useCuda ? 'cuda' : 'cpu',
-    ampDtype: c.amp === 'bf16' ? 'bfloat16' : c.amp === 'fp16' ? 'float16' : null,
+    ampDtype: plan.amp.dtype,
   };
 }
 
-/** DistributedDataParallel over the run's group with the config's buckets, graph options and comm hook. */
+/** Under a launcher serving the dashboard, metrics go where it reads them (unless the plan names a file). */
+function underLauncherDashboard(plan: RunPlan): RunPlan {
+  const file = process.env[METRICS_FILE_ENV];
+  return plan.io.metricsFile === undefined && file ? withOptions(plan, { metricsFile: file }) : plan;
+}
+
+/** DistributedDataParallel over the run's group with the plan's buckets, graph options and comm hook. */
 function wrapDdp(
   model: Module,
-  c: TrainConfig,
+  plan: RunPlan,
   on: Placement,
   pg: RunPlacement,
 ): dist.DistributedDataParallel {
   return new dist.DistributedDataParallel(model, {
+    ...plan.ddp,
     deviceIds: on.deviceType === 'cuda' ? [pg.localRank] : undefined,
-    bucketCapMb: c.bucketCapMb,
-    gradientAsBucketView: c.gradientAsBucketView,
-    staticGraph: c.staticGraph,
-    findUnusedParameters: c.findUnusedParameters,
-    commHook: c.commHook === 'none' ? undefined : c.commHook,
-    powerSGD:
-      c.commHook === 'powerSGD'
-        ? { matrixApproximationRank: c.powersgdRank, startPowerSGDIter: c.powersgdStartIter }
-        : undefined,
     processGroup: pg.group ?? undefined,
   });
 }
 
-/** The config's ResNet (or the hook's model), seeded the same on every rank, on the device. */
-export function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, on: Placement): Module {
+/** The plan's ResNet or ViT (or the hook's model), seeded the same on every rank, on the device. */
+export function buildModel(
+  plan: Pick<RunPlan, 'model' | 'loop'>,
+  hooks: TrainHooks,
+  setup: Pick<DataSetup, 'numClasses' | 'imageSize'>,
+  on: Placement,
+): Module {
+  const c = plan.model;
   // The same seed on every rank (DDP also broadcasts rank 0's parameters).
-  t.manualSeed(c.seed);
+  t.manualSeed(plan.loop.seed);
   const { numClasses, imageSize } = setup;
   const model =
     hooks.model?.(numClasses) ??
-    (c.model in VITS
-      ? VITS[c.model as keyof typeof VITS]({ numClasses, imageSize })
-      : RESNETS[c.model as keyof typeof RESNETS]({
+    (c.arch in VITS
+      ? VITS[c.arch as keyof typeof VITS]({ numClasses, imageSize })
+      : RESNETS[c.arch as keyof typeof RESNETS]({
           numClasses,
-          stem: resolveStem(c),
+          stem: c.stem,
           widthMultiplier: c.widthMultiplier,
           zeroInitResidual: c.zeroInitResidual,
         }));
@@ -221,23 +216,18 @@ export function buildModel(c: TrainConfig, hooks: TrainHooks, setup: DataSetup, 
 }
 
 /** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */
-export function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optimizer {
+export function buildOptimizer(model: Module, c: OptimPlan, lr: number): Optimizer {
   // --optimizer-impl: PyTorch's foreach/fused flags; auto leaves both unset (the defaults).
   const impl =
-    c.optimizerImpl === 'loop'
+    c.impl === 'loop'
       ? { foreach: false }
-      : c.optimizerImpl === 'foreach'
+      : c.impl === 'foreach'
         ? { foreach: true }
-        : c.optimizerImpl === 'fused'
+        : c.impl === 'fused'
           ? { fused: true }
           : {};
-  if (c.optimizer === 'adamw')
-    return new AdamW(model.parameters(), {
-      lr,
-      betas: parseBetas(c.betas),
-      weightDecay: c.weightDecay,
-      ...impl,
-    });
+  if (c.name === 'adamw')
+    return new AdamW(model.parameters(), { lr, betas: c.betas, weightDecay: c.weightDecay, ...impl });
   return new SGD(model.parameters(), {
     lr,
     momentum: c.momentum,
@@ -248,8 +238,17 @@ export function buildOptimizer(model: Module, c: TrainConfig, lr: number): Optim
 }
 
 /** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum, or AdamW's two averages). */
-function checkpointBytes(model: Module, c: TrainConfig): number {
+function checkpointBytes(model: Module, c: OptimPlan): number {
   const params = tensorBytes(model.parameters());
-  const states = c.optimizer === 'adamw' ? 2 : c.momentum > 0 ? 1 : 0;
+  const states = c.name === 'adamw' ? 2 : c.momentum > 0 ? 1 : 0;
   return params + tensorBytes(model.buffers()) + states * params;
+}
+
+/** Frees what setupRun started: heartbeat, loader workers, DDP, the process group this run created. */
+export async function closeParts(p: Pick<RunParts, 'heartbeat' | 'loaders' | 'ddp' | 'pg'>): Promise<void> {
+  p.heartbeat?.close();
+  await p.loaders.train.close();
+  await p.loaders.val.close();
+  p.ddp?.close();
+  if (p.pg.created && dist.isInitialized()) dist.destroyProcessGroup();
 }

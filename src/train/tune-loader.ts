@@ -3,8 +3,8 @@
 // training step. Workers change only speed, never what a batch holds (the sampler and the
 // seeded augmentation decide that), so every choice trains the same batches.
 import { availableParallelism } from 'node:os';
-import type { TrainConfig } from './config.ts';
 import { buildLoaders, type DataSetup, epochBatches } from './data.ts';
+import type { RunPlan } from './plan.ts';
 
 export interface LoaderMeasurement {
   workers: number;
@@ -26,13 +26,14 @@ export function workerCandidates(cores = availableParallelism()): number[] {
 
 /** Times `batches` batches of rank 0 of `world` with `workers` loader workers. */
 export async function timeLoader(
-  c: TrainConfig,
+  plan: Pick<RunPlan, 'data' | 'loop'>,
   setup: DataSetup,
   world: number,
   workers: number,
   batches: number,
 ): Promise<LoaderMeasurement> {
-  const loaders = buildLoaders({ ...c, workers, persistentWorkers: false }, setup, 0, world);
+  const loading = { ...plan, data: { ...plan.data, workers, persistentWorkers: false } };
+  const loaders = buildLoaders(loading, setup, 0, world);
   const n = Math.min(batches, loaders.batchesPerEpoch - 1);
   const ms: number[] = [];
   try {

@@ -23,14 +23,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { autocast } from '../amp/index.ts';
-import { cpuFlags, cpuModel, readCpuinfo } from '../benchmark/machine.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
 import { TsddpError } from '../errors/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
-import { OPTIMIZER_IMPLS, OPTIONS, resolveStem, type TrainConfig } from './config.ts';
+import { cpuFlags, cpuModel, readCpuinfo } from '../host/machine.ts';
+import { OPTIMIZER_IMPLS, OPTIONS, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, type DataSetup, epochBatches, prepareImages } from './data.ts';
-import { buildModel, buildOptimizer, type Placement } from './setup.ts';
+import { type RunPlan, withOptions } from './plan.ts';
+import type { Placement } from './process-group.ts';
+import { buildModel, buildOptimizer } from './setup.ts';
 import { type BucketMeasurement, bucketTrial, bucketTrialUnsupported, chooseBucket } from './tune-buckets.ts';
 import { chooseWorkers, type LoaderMeasurement, timeLoader, workerCandidates } from './tune-loader.ts';
 
@@ -128,15 +130,16 @@ export function nativeBf16(deviceType: 'cpu' | 'cuda', cpuinfo?: string): { yes:
       };
 }
 
-export function tuneKey(c: TrainConfig, deviceType: 'cpu' | 'cuda', ranks = 1): TuneKey {
+export function tuneKey(plan: RunPlan, deviceType: 'cpu' | 'cuda', ranks = 1): TuneKey {
+  const { model, options } = plan;
   return {
-    model: c.model,
-    optimizer: c.optimizer,
-    dataset: c.dataset,
-    stem: c.model.startsWith('resnet') ? resolveStem(c) : 'none',
-    imageSize: c.imageSize ?? null,
-    batchSize: c.batchSize,
-    widthMultiplier: c.widthMultiplier,
+    model: model.arch,
+    optimizer: plan.optim.name,
+    dataset: plan.data.dataset,
+    stem: model.arch.startsWith('resnet') ? model.stem : 'none',
+    imageSize: options.imageSize ?? null,
+    batchSize: plan.data.batchSize,
+    widthMultiplier: model.widthMultiplier,
     device: deviceType,
     cpu: cpuModel(),
     threads: t.getNumThreads(),
@@ -209,11 +212,11 @@ export interface TuneOptions {
 }
 
 /** Measures every candidate on this machine with the run's model and a batch of its data. */
-export async function tune(c: TrainConfig, opts: TuneOptions = {}): Promise<TuneResult> {
-  const tuner = await Tuner.start(c, opts);
+export async function tune(plan: RunPlan, opts: TuneOptions = {}): Promise<TuneResult> {
+  const tuner = await Tuner.start(plan, opts);
   try {
     tuner.formats();
-    if (c.optimizerImpl === 'auto') tuner.optimizer(); // else the run names one
+    if (plan.optim.impl === 'auto') tuner.optimizer(); // else the run names one
     tuner.threads();
   } finally {
     tuner.freeBatch();
@@ -244,7 +247,7 @@ class Tuner {
   private readonly log: (line: string) => void;
 
   private constructor(
-    private readonly c: TrainConfig,
+    private readonly plan: RunPlan,
     private readonly opts: TuneOptions,
     private readonly setup: DataSetup,
     private readonly on: Placement,
@@ -253,7 +256,7 @@ class Tuner {
     private readonly images: t.Tensor,
     private readonly y: t.Tensor,
   ) {
-    this.choice = { channelsLast: false, amp: 'off', optimizerImpl: c.optimizerImpl };
+    this.choice = { channelsLast: false, amp: 'off', optimizerImpl: plan.optim.impl };
     this.rounds = opts.rounds ?? 2;
     this.ranks = opts.ranks ?? 1;
     this.given = new Set(opts.given ?? []);
@@ -261,15 +264,16 @@ class Tuner {
   }
 
   /** The device, and one real batch of the run's data through its own loader (no worker threads). */
-  static async start(c: TrainConfig, opts: TuneOptions): Promise<Tuner> {
+  static async start(plan: RunPlan, opts: TuneOptions): Promise<Tuner> {
     const useCuda = t.cuda.isAvailable();
     const on: Placement = {
       device: useCuda ? 'cuda:0' : 'cpu',
       deviceType: useCuda ? 'cuda' : 'cpu',
       ampDtype: null,
     };
-    const setup = await buildDatasets(c);
-    const loaders = buildLoaders({ ...c, workers: 0, persistentWorkers: false }, setup, 0, 1);
+    const setup = await buildDatasets(plan);
+    const inline = { ...plan, data: { ...plan.data, workers: 0, persistentWorkers: false } };
+    const loaders = buildLoaders(inline, setup, 0, 1);
     let batch: data.Batch;
     try {
       const first = await epochBatches(loaders, 0, { batch: 0 }).next();
@@ -281,7 +285,7 @@ class Tuner {
     }
     const images = batch.image.keep();
     const y = batch.label.to(on.device).keep();
-    return new Tuner(c, opts, setup, on, nativeBf16(on.deviceType), images, y);
+    return new Tuner(plan, opts, setup, on, nativeBf16(on.deviceType), images, y);
   }
 
   freeBatch(): void {
@@ -294,14 +298,15 @@ class Tuner {
     return this.images.shape[0];
   }
 
-  /** ms of each timed step of `cand` with config `cfg`. */
-  private time(cfg: TrainConfig, cand: TuneCandidate): number[] {
-    return measure(cfg, cand, this.setup, this.on, this.images, this.y, this.opts.steps ?? 3);
+  /** ms of each timed step of `cand`, with the run's options changed by `patch`. */
+  private time(patch: Partial<TrainConfig>, cand: TuneCandidate): number[] {
+    const plan = withOptions(this.plan, patch);
+    return measure(plan, cand, this.setup, this.on, this.images, this.y, this.opts.steps ?? 3);
   }
 
-  /** The run's config with the choice so far. */
-  private tuned(): TrainConfig {
-    return { ...this.c, channelsLast: this.choice.channelsLast, optimizerImpl: this.choice.optimizerImpl };
+  /** The choice so far, as options. */
+  private tuned(): Partial<TrainConfig> {
+    return { channelsLast: this.choice.channelsLast, optimizerImpl: this.choice.optimizerImpl };
   }
 
   /** Rounds over `options`, each timed by `run`; the median ms of each. */
@@ -321,11 +326,7 @@ class Tuner {
     const candidates: TuneCandidate[] = [];
     for (const amp of this.bf16.yes ? (['off', 'bf16'] as const) : (['off'] as const))
       for (const channelsLast of [false, true]) candidates.push({ channelsLast, amp });
-    const ms = this.alternate(
-      candidates,
-      (k) => this.time({ ...this.c, channelsLast: k.channelsLast }, k),
-      describe,
-    );
+    const ms = this.alternate(candidates, (k) => this.time({ channelsLast: k.channelsLast }, k), describe);
     this.measured = candidates.map((k, i) => ({
       ...k,
       msPerStep: round(ms[i]),
@@ -343,7 +344,7 @@ class Tuner {
     const ms = this.alternate(
       impls,
       (impl) => this.time({ ...this.tuned(), optimizerImpl: impl }, this.choice),
-      (impl) => `${describe(this.choice)}, ${impl} ${this.c.optimizer}`,
+      (impl) => `${describe(this.choice)}, ${impl} ${this.plan.optim.name}`,
     );
     this.optimizers.push(
       ...impls.map((impl, i) => ({
@@ -386,9 +387,9 @@ class Tuner {
   /** 4. DataLoader workers, from the loader's time per batch against the step. */
   async workers(): Promise<void> {
     if (this.given.has('workers'))
-      return void this.notes.push(`workers: ${this.c.workers}, as given (not tuned)`);
+      return void this.notes.push(`workers: ${this.plan.data.workers}, as given (not tuned)`);
     for (const workers of workerCandidates())
-      this.loadersMeasured.push(await timeLoader(this.c, this.setup, this.ranks, workers, 8));
+      this.loadersMeasured.push(await timeLoader(this.plan, this.setup, this.ranks, workers, 8));
     const w = chooseWorkers(this.loadersMeasured, this.stepMs);
     this.choice.workers = w.workers;
     this.notes.push(`workers: ${w.workers} (${w.why})`);
@@ -397,19 +398,19 @@ class Tuner {
 
   /** 5. DDP bucket size, on as many processes as the run has ranks here. */
   async buckets(): Promise<void> {
-    const c = this.c;
-    const unsupported = bucketTrialUnsupported(c);
+    const { plan } = this;
+    const { bucketCapMb } = plan.ddp;
+    const unsupported = bucketTrialUnsupported(plan);
     if (this.ranks === 1)
       return void this.notes.push('bucket size: one rank, no gradient all-reduce (not tuned)');
     if (this.given.has('bucketCapMb'))
-      return void this.notes.push(`bucket size: ${c.bucketCapMb} MiB, as given (not tuned)`);
+      return void this.notes.push(`bucket size: ${bucketCapMb} MiB, as given (not tuned)`);
     if (unsupported !== null)
-      return void this.notes.push(`bucket size: ${c.bucketCapMb} MiB (not tuned: ${unsupported})`);
-    this.bucketsMeasured = await bucketTrial(c, {
+      return void this.notes.push(`bucket size: ${bucketCapMb} MiB (not tuned: ${unsupported})`);
+    const tuned = withOptions(plan, { ...this.tuned(), amp: this.choice.amp });
+    this.bucketsMeasured = await bucketTrial(tuned, {
       world: this.ranks,
       threads: this.choice.threads ?? t.getNumThreads(),
-      channelsLast: this.choice.channelsLast,
-      amp: this.choice.amp,
       numClasses: this.setup.numClasses,
       rounds: this.rounds,
       log: this.log,
@@ -423,7 +424,7 @@ class Tuner {
   result(): TuneResult {
     return {
       version: 3,
-      key: tuneKey(this.c, this.on.deviceType, this.ranks),
+      key: tuneKey(this.plan, this.on.deviceType, this.ranks),
       choice: this.choice,
       measured: this.measured,
       optimizers: this.optimizers,
@@ -439,7 +440,7 @@ class Tuner {
 
 /** Milliseconds of each timed step of one candidate, on a fresh model from the run's seed. */
 function measure(
-  c: TrainConfig,
+  plan: RunPlan,
   cand: TuneCandidate,
   setup: DataSetup,
   on: Placement,
@@ -447,8 +448,8 @@ function measure(
   y: t.Tensor,
   steps: number,
 ): number[] {
-  const model = buildModel(c, {}, setup, on);
-  const opt = buildOptimizer(model, c, typeof c.lr === 'number' ? c.lr : 0.1);
+  const model = buildModel(plan, {}, setup, on);
+  const opt = buildOptimizer(model, plan.optim, plan.optim.lr ?? 0.1);
   const x = t
     .tidy(() =>
       prepareImages(images, setup, { augment: false, channelsLast: cand.channelsLast }).to(on.device),

@@ -1,6 +1,6 @@
 // Multi-process test harness: one real process per rank (`node --import tsx
 // test/workers/<name>.ts`), rendezvous over loopback (env://), results back as JSON files.
-// The ranks are started by src/benchmark/gang.ts (spawnRanks), which also kills them when
+// The ranks are started by src/host/gang.ts (spawnRanks), which also kills them when
 // the test process exits; here they are also killed when their job times out, on SIGINT
 // and SIGTERM, and (after a short grace period) when a sibling fails, so a broken test
 // never leaves processes behind or hangs.
@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, killAllChildren, spawnRanks } from '../../src/benchmark/gang.ts';
+import { freePort, killAllChildren, spawnRanks } from '../../src/host/gang.ts';
 
 export { freePort };
 

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** A port that was free a moment ago (for jobs that need a fixed one, like multi-node). */
-export { freePort } from '../../src/benchmark/gang.ts';
+export { freePort } from '../../src/host/gang.ts';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const worker = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));

@@ -1,12 +1,12 @@
 // Starts training workers the way tsrun does (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 // MASTER_PORT, one thread each) and collects how each ended. The ranks are started by
-// src/benchmark/gang.ts (spawnRanks), which kills any still running when the test process
+// src/host/gang.ts (spawnRanks), which kills any still running when the test process
 // exits, so a failing test never leaves any behind.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, spawnRanks } from '../../src/benchmark/gang.ts';
+import { freePort, spawnRanks } from '../../src/host/gang.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./train-worker.ts', import.meta.url));

@@ -1,6 +1,8 @@
 // The torch version a libtorch folder holds, read from its files (no python needed). Used
-// by the setup/install scripts and, at load, by src/core/native.ts to refuse an addon built
-// against another torch than the one now in that folder.
+// at load by native.ts to refuse an addon built against another torch than the one now in
+// that folder, and by the setup and install scripts (scripts/lib/torch.mjs). Plain
+// JavaScript with its own declarations (torch-version.d.mts): those scripts run before
+// anything is compiled, and scripts/build.mjs copies it into dist/ as it is.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
