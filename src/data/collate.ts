@@ -3,6 +3,7 @@
 // main thread can wrap it as a tensor without copying). Runs in workers: no addon.
 import {
   type ArrayBatch,
+  type Collated,
   dtypeOfArray,
   type Field,
   isNdArray,
@@ -75,61 +76,120 @@ function stackScalars(key: string, values: Field[]): NdArray | string[] {
   }
 }
 
-function stackField(key: string, values: Field[]): NdArray | string[] {
+function isArrayField(v: unknown): v is SampleArray | NdArray {
+  return isSampleArray(v) || isNdArray(v);
+}
+
+/** A record or tuple (a nested sample), as opposed to a field. */
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !isArrayField(v);
+}
+
+/** Collates one position of the samples (`key` names it in messages: `image`, `0.label`). */
+function collateValues(key: string, values: unknown[]): Collated {
   const v = values[0];
-  return isSampleArray(v) || isNdArray(v) ? stackArrays(key, values) : stackScalars(key, values);
+  if (isArrayField(v)) return stackArrays(key, values as Field[]);
+  if (Array.isArray(v)) {
+    // A tuple: collated position by position (PyTorch's transpose of the batch).
+    return v.map((_, j) =>
+      collateValues(
+        key === '' ? String(j) : `${key}.${j}`,
+        values.map((s, i) => {
+          if (!Array.isArray(s) || s.length !== v.length)
+            throw new TypeError(
+              `collate: ${key === '' ? 'sample' : `field '${key}' of sample`} ${i} is not a ${v.length}-tuple like sample 0`,
+            );
+          return s[j];
+        }),
+      ),
+    );
+  }
+  if (isRecord(v)) {
+    const out: Record<string, Collated> = {};
+    for (const k of Object.keys(v)) {
+      const path = key === '' ? k : `${key}.${k}`;
+      out[k] = collateValues(
+        path,
+        values.map((s, i) => {
+          const x = isRecord(s) ? s[k] : undefined;
+          if (x === undefined) throw new TypeError(`collate: sample ${i} has no field '${path}'`);
+          return x;
+        }),
+      );
+    }
+    return out;
+  }
+  return stackScalars(key, values as Field[]);
 }
 
 /**
- * torch.utils.data.default_collate for records and tuples of numbers, booleans,
- * bigints, strings and (n-d) typed arrays: each field becomes one array with a leading
- * batch dimension (strings become a list).
+ * torch.utils.data.default_collate for records and tuples (nested ones too) of numbers,
+ * booleans, bigints, strings and (n-d) typed arrays: each field becomes one array with a
+ * leading batch dimension (strings become a list), and records and tuples keep their
+ * shape. The result is plain arrays; the DataLoader wraps them as tensors.
  */
 export function defaultCollate(samples: Sample[]): ArrayBatch {
   if (samples.length === 0) throw new RangeError('collate: empty batch');
   const first = samples[0];
-  if (Array.isArray(first)) {
-    return first.map((_, j) => {
-      const col = samples.map((s, i) => {
-        if (!Array.isArray(s) || s.length !== first.length)
-          throw new TypeError(`collate: sample ${i} is not a ${first.length}-tuple like sample 0`);
-        return s[j];
-      });
-      return stackField(String(j), col);
-    });
-  }
-  if (typeof first !== 'object' || first === null) {
+  if (typeof first !== 'object' || first === null || isArrayField(first)) {
     throw new TypeError('collate: a sample must be a record ({ image, label }) or a tuple ([image, label])');
   }
-  const out: Record<string, NdArray | string[]> = {};
-  for (const key of Object.keys(first)) {
-    out[key] = stackField(
-      key,
-      samples.map((s, i) => {
-        const v = (s as Record<string, Field>)[key];
-        if (v === undefined) throw new TypeError(`collate: sample ${i} has no field '${key}'`);
-        return v;
-      }),
-    );
-  }
-  return out;
+  return collateValues('', samples) as ArrayBatch;
 }
 
-/** The ArrayBuffers of a batch, for postMessage's transfer list. A view onto a larger buffer is copied first. */
-export function transferables(batch: ArrayBatch): ArrayBuffer[] {
+/** A converted value: arrays as NdArrays, every other field as it was, records and tuples kept. */
+export type Converted =
+  | NdArray
+  | number
+  | boolean
+  | bigint
+  | string
+  | { [key: string]: Converted }
+  | Converted[];
+
+/**
+ * torch.utils.data.default_convert: the collate of a DataLoader without automatic
+ * batching (`batchSize: null`). It adds no batch dimension: each typed array becomes an
+ * NdArray (which the DataLoader wraps as a tensor), records and tuples are converted field
+ * by field, and numbers, booleans, bigints and strings stay as they are, as PyTorch leaves
+ * Python numbers and strings.
+ */
+export function defaultConvert(sample: Sample | Field): Converted {
+  if (isNdArray(sample)) return sample;
+  if (isSampleArray(sample)) return { data: sample, shape: [sample.length] };
+  if (Array.isArray(sample)) return sample.map((x) => defaultConvert(x));
+  if (typeof sample === 'object' && sample !== null) {
+    const out: Record<string, Converted> = {};
+    for (const [k, v] of Object.entries(sample)) out[k] = defaultConvert(v);
+    return out;
+  }
+  return sample;
+}
+
+/**
+ * The ArrayBuffers of a batch (or of a converted sample), for postMessage's transfer
+ * list. A view onto a larger buffer, or onto a buffer already listed, is copied first;
+ * with `copy`, every array is (its buffer may belong to the dataset).
+ */
+export function transferables(batch: unknown, opts: { copy?: boolean } = {}): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   const seen = new Set<ArrayBufferLike>();
-  const visit = (v: NdArray | string[]): void => {
-    if (Array.isArray(v)) return;
-    let a = v.data;
-    const whole = a.byteOffset === 0 && a.byteLength === a.buffer.byteLength;
-    if (!whole || seen.has(a.buffer) || !(a.buffer instanceof ArrayBuffer)) {
-      a = a.slice() as SampleArray;
-      v.data = a;
+  const visit = (v: unknown): void => {
+    if (isNdArray(v)) {
+      let a = v.data;
+      const whole = a.byteOffset === 0 && a.byteLength === a.buffer.byteLength;
+      if (opts.copy || !whole || seen.has(a.buffer) || !(a.buffer instanceof ArrayBuffer)) {
+        a = a.slice() as SampleArray;
+        v.data = a;
+      }
+      seen.add(a.buffer);
+      out.push(a.buffer as ArrayBuffer);
+    } else if (Array.isArray(v)) {
+      for (const x of v) visit(x);
+    } else if (typeof v === 'object' && v !== null && !isSampleArray(v)) {
+      for (const x of Object.values(v)) visit(x);
     }
-    seen.add(a.buffer);
-    out.push(a.buffer as ArrayBuffer);
   };
-  for (const v of Array.isArray(batch) ? batch : Object.values(batch)) visit(v);
+  visit(batch);
   return out;
 }

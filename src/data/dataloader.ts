@@ -2,14 +2,36 @@
 // pool of worker threads, wrapped as tensors without copying (torch.utils.data.DataLoader).
 import * as t from '../core/index.ts';
 import { DataLoaderError, DataLoaderWorkerError } from './errors.ts';
-import { type BatchTask, loadBatch, type SampleFailure } from './load.ts';
+import {
+  type BatchTask,
+  type Loaded,
+  loadBatch,
+  loadStreamBatch,
+  type SampleFailure,
+  SampleStream,
+  type StreamTask,
+} from './load.ts';
 import { BatchSampler, drawSeed, RandomSampler, type Sampler, SequentialSampler } from './samplers.ts';
-import type { ArrayBatch, CollateFn, Dataset, ModuleRef, NdArray, Sample } from './types.ts';
+import {
+  type CollateFn,
+  type Dataset,
+  type Field,
+  type IterableDataset,
+  isIterableDataset,
+  isNdArray,
+  isSampleArray,
+  type ModuleRef,
+  type Sample,
+} from './types.ts';
 import { WorkerPool } from './worker-pool.ts';
 
 export interface DataLoaderOptions {
-  /** Samples per batch (default 1). */
-  batchSize?: number;
+  /**
+   * Samples per batch (default 1). null turns automatic batching off, as PyTorch's
+   * `batch_size=None`: each sample comes alone, through `collate` (default defaultConvert:
+   * arrays become tensors without a batch dimension, numbers and strings stay as they are).
+   */
+  batchSize?: number | null;
   /** A new random order every epoch (a RandomSampler); excludes `sampler`. */
   shuffle?: boolean;
   /** The order of sample indices (e.g. a DistributedSampler). */
@@ -35,8 +57,9 @@ export interface DataLoaderOptions {
    */
   skipBadSamples?: number;
   /**
-   * Turns a list of samples into arrays (default: defaultCollate). With workers it runs
-   * in them, so it must be given as a ModuleRef ({ module: import.meta.url, export }).
+   * Turns a list of samples into arrays (default: defaultCollate; with `batchSize: null`
+   * it gets one sample, default defaultConvert). With workers it runs in them, so it must
+   * be given as a ModuleRef ({ module: import.meta.url, export }).
    */
   collate?: CollateFn | ModuleRef;
   /**
@@ -50,8 +73,12 @@ export interface DataLoaderOptions {
   workerInit?: ModuleRef;
 }
 
-/** A collated field: numbers, booleans and arrays become a tensor; strings a list. */
-type Collated<F> = F extends string ? string[] : t.Tensor;
+/** A collated field: numbers, booleans and arrays become a tensor; strings a list; records and tuples nest. */
+type Collated<F> = F extends string
+  ? string[]
+  : F extends Field
+    ? t.Tensor
+    : { [K in keyof F]: Collated<F[K]> };
 
 /**
  * The batch for samples of type S: the same record (or tuple) with each field collated,
@@ -77,8 +104,21 @@ function isModuleRef(v: unknown): v is ModuleRef {
 let warnedNoPin = false;
 
 export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements AsyncIterable<B> {
-  readonly dataset: Dataset<S>;
-  readonly batchSampler: Sampler<number[]>;
+  readonly dataset: Dataset<S> | IterableDataset<S>;
+  /**
+   * The order of sample indices: the one given, else a RandomSampler (shuffle) or a
+   * SequentialSampler. null for an IterableDataset, which has no indices (PyTorch's
+   * private infinite sampler stands there).
+   */
+  readonly sampler: Sampler<number> | null;
+  /**
+   * Lists of indices, one per batch: the one given, else a BatchSampler over `sampler`;
+   * null without automatic batching (`batchSize: null`) and for an IterableDataset.
+   */
+  readonly batchSampler: Sampler<number[]> | null;
+  /** Samples per batch; null with a batchSampler given or automatic batching off, as PyTorch's. */
+  readonly batchSize: number | null;
+  readonly dropLast: boolean;
   readonly numWorkers: number;
   readonly prefetchFactor: number;
   readonly persistentWorkers: boolean;
@@ -98,9 +138,11 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   private readonly workerInit: ModuleRef | undefined;
   private pool: WorkerPool | null = null;
   private nextTaskId = 0;
+  private readonly iterable: boolean;
 
-  constructor(dataset: Dataset<S>, opts: DataLoaderOptions = {}) {
+  constructor(dataset: Dataset<S> | IterableDataset<S>, opts: DataLoaderOptions = {}) {
     this.dataset = dataset;
+    this.iterable = isIterableDataset(dataset);
     this.numWorkers = opts.numWorkers ?? 0;
     if (!Number.isInteger(this.numWorkers) || this.numWorkers < 0) {
       throw new RangeError(`DataLoader: numWorkers should be a non-negative integer, got ${opts.numWorkers}`);
@@ -142,24 +184,11 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     this.generator =
       opts.generator ?? (opts.seed !== undefined ? new t.Generator().manualSeed(opts.seed) : undefined);
 
-    if (opts.batchSampler !== undefined) {
-      if (opts.batchSize !== undefined || opts.shuffle || opts.sampler !== undefined || opts.dropLast) {
-        throw new TypeError(
-          'DataLoader: batchSampler option is mutually exclusive with batchSize, shuffle, sampler, and dropLast',
-        );
-      }
-      this.batchSampler = opts.batchSampler;
-    } else {
-      if (opts.sampler !== undefined && opts.shuffle) {
-        throw new TypeError('DataLoader: sampler option is mutually exclusive with shuffle');
-      }
-      const sampler =
-        opts.sampler ??
-        (opts.shuffle
-          ? new RandomSampler(dataset, { generator: this.generator })
-          : new SequentialSampler(dataset));
-      this.batchSampler = new BatchSampler(sampler, opts.batchSize ?? 1, opts.dropLast ?? false);
-    }
+    const batching = batchingOf(dataset, opts, this.iterable, this.generator, this.skipBadSamples);
+    this.sampler = batching.sampler;
+    this.batchSampler = batching.batchSampler;
+    this.batchSize = batching.batchSize;
+    this.dropLast = batching.dropLast;
 
     if (isModuleRef(opts.collate)) this.collateRef = opts.collate;
     else if (typeof opts.collate === 'function') {
@@ -195,28 +224,49 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     this.generator.manualSeed(BigInt(this.seed) + BigInt(epoch));
   }
 
-  /** Batches per epoch. */
+  /**
+   * Batches per epoch. For an IterableDataset, counted from its `length` (PyTorch's
+   * len(loader)); a TypeError when it has none.
+   */
   get length(): number {
-    return this.batchSampler.length;
+    if (this.iterable) {
+      const n = (this.dataset as IterableDataset<S>).length;
+      if (typeof n !== 'number')
+        throw new TypeError('DataLoader: the length of an IterableDataset without a length is unknown');
+      if (this.batchSize === null) return n;
+      return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
+    }
+    return this.batchSampler?.length ?? (this.sampler as Sampler<number>).length;
+  }
+
+  /** The index lists an epoch loads: the batch sampler's, or single indices without automatic batching. */
+  private *tasks(): Generator<number[]> {
+    if (this.batchSampler !== null) yield* this.batchSampler;
+    else for (const i of this.sampler as Sampler<number>) yield [i];
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<B> {
     const epoch = this.epoch++;
     // Drawn before the sampler's first draw, like PyTorch's _base_seed.
     const baseSeed = drawSeed(this.generator);
+    if (this.iterable) {
+      if (this.numWorkers === 0) yield* this.iterateStream(epoch);
+      else yield* this.iterateStreamWorkers(epoch, baseSeed);
+      return;
+    }
     if (this.numWorkers === 0) {
       let position = 0;
-      for (const indices of this.batchSampler) {
+      for (const indices of this.tasks()) {
         const task: BatchTask = {
           id: this.nextTaskId++,
           indices,
           position,
           baseSeed,
           epoch,
-          ...this.skipFlag(),
+          ...this.taskFlags(),
         };
         position += indices.length;
-        const r = await loadBatch(this.dataset, task, 0, 0, this.collateFn);
+        const r = await loadBatch(this.dataset as Dataset, task, 0, 0, this.collateFn);
         if (!r.ok) {
           const f = r.failure;
           throw new DataLoaderWorkerError(0, f.index, f.path, f.name, f.message, f.stack, true);
@@ -229,11 +279,81 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     yield* this.iterateWorkers(epoch, baseSeed);
   }
 
+  /** An IterableDataset in this thread: its samples in order, batchSize at a time. */
+  private async *iterateStream(epoch: number): AsyncGenerator<B> {
+    const stream = new SampleStream(this.dataset as IterableDataset);
+    try {
+      for (;;) {
+        const task = this.streamTask(epoch);
+        const r = await loadStreamBatch(stream, task, this.collateFn);
+        if (!r.ok) {
+          const f = r.failure;
+          throw new DataLoaderWorkerError(0, f.index, f.path, f.name, f.message, f.stack, true);
+        }
+        if (r.end) return;
+        yield this.wrap(r.batch);
+      }
+    } finally {
+      await stream.close();
+    }
+  }
+
+  private streamTask(epoch: number): StreamTask {
+    return { id: this.nextTaskId++, epoch, batchSize: this.batchSize, dropLast: this.dropLast };
+  }
+
+  /**
+   * An IterableDataset in workers, as PyTorch's multi-worker iterator: each worker iterates
+   * its own copy; batches are asked of the workers in turn, skipping those whose iteration
+   * has ended, and arrive in the order they were asked for. So the interleaving is fixed
+   * (worker 0's first batch, worker 1's first, ...), whatever the workers' speeds.
+   */
+  private async *iterateStreamWorkers(epoch: number, baseSeed: bigint): AsyncGenerator<B> {
+    const pool = this.acquirePool(baseSeed);
+    pool.ref();
+    const active = new Array<boolean>(pool.size).fill(true);
+    const queue: { task: StreamTask; worker: number; batch: number }[] = [];
+    let cycle = 0;
+    let sent = 0;
+    const fill = (): void => {
+      while (queue.length < this.prefetchFactor * pool.size) {
+        let worker = -1;
+        for (let k = 0; k < pool.size && worker < 0; k++) {
+          const w = (cycle + k) % pool.size;
+          if (active[w]) worker = w;
+        }
+        if (worker < 0) return;
+        cycle = worker + 1;
+        const task = this.streamTask(epoch);
+        pool.submitNext(worker, task);
+        queue.push({ task, worker, batch: sent++ });
+      }
+    };
+    let finished = false;
+    try {
+      fill();
+      for (let head = queue.shift(); head !== undefined; head = queue.shift()) {
+        const r = await pool.take(head.task.id, [], head.worker, head.batch, this.timeoutMs);
+        // A worker whose iteration ended gets no more requests; those already sent end too.
+        if (r.batch === null) active[head.worker] = false;
+        fill();
+        if (r.batch !== null) yield this.wrap(r.batch);
+      }
+      finished = true;
+    } finally {
+      if (!this.persistentWorkers || pool.broken) await this.closePool();
+      else {
+        if (!finished) pool.cancelEpoch(epoch);
+        pool.unref();
+      }
+    }
+  }
+
   private async *iterateWorkers(epoch: number, baseSeed: bigint): AsyncGenerator<B> {
     const pool = this.acquirePool(baseSeed);
     pool.ref();
     const queue: { task: BatchTask; worker: number; batch: number }[] = [];
-    const batches = this.batchSampler[Symbol.iterator]();
+    const batches = this.tasks();
     let position = 0;
     let sent = 0;
     let done = false;
@@ -252,7 +372,7 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
           position,
           baseSeed,
           epoch,
-          ...this.skipFlag(),
+          ...this.taskFlags(),
         };
         position += next.value.length;
         const worker = sent % pool.size;
@@ -264,10 +384,10 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     try {
       fill();
       for (let head = queue.shift(); head !== undefined; head = queue.shift()) {
-        const r = await pool.take(head.task.id, head.task, head.worker, head.batch, this.timeoutMs);
+        const r = await pool.take(head.task.id, head.task.indices, head.worker, head.batch, this.timeoutMs);
         fill();
         this.countSkipped(r.skipped);
-        yield this.wrap(r.batch);
+        yield this.wrap(r.batch as Loaded);
       }
       finished = true;
     } finally {
@@ -284,8 +404,11 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     return this.skipped;
   }
 
-  private skipFlag(): { skipBad?: true } {
-    return this.skipBadSamples === undefined ? {} : { skipBad: true };
+  private taskFlags(): { skipBad?: true; unbatched?: true } {
+    return {
+      ...(this.skipBadSamples === undefined ? {} : { skipBad: true }),
+      ...(this.batchSampler === null ? { unbatched: true } : {}),
+    };
   }
 
   /** Logs each skipped sample once (by file, else index), counts it, and fails past the limit. */
@@ -333,30 +456,112 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     await this.close();
   }
 
-  /** Tensors over the batch's own buffers (no copy), in the caller's current scope. */
-  private wrap(arrays: ArrayBatch): B {
+  /**
+   * Tensors over the batch's own buffers (no copy), in the caller's current scope, nested
+   * as the batch is; string lists and (without automatic batching) numbers, booleans,
+   * bigints and strings stay as they are.
+   */
+  private wrap(batch: Loaded): B {
     const pin = this.pinMemory && t.cuda.isAvailable();
     const tensors: t.Tensor[] = [];
-    const toTensor = (v: NdArray | string[]): t.Tensor | string[] => {
-      if (Array.isArray(v)) return v;
-      let x = t.fromBuffer(v.data, v.shape, v.dtype);
-      if (pin) {
-        const pinned = x.pinMemory();
-        x.dispose();
-        x = pinned;
+    const convert = (v: unknown): unknown => {
+      // A bare typed array (from a custom collate) is a 1-D array, as everywhere in samples.
+      if (isNdArray(v) || isSampleArray(v)) {
+        const a = isNdArray(v) ? v : { data: v, shape: [v.length], dtype: undefined };
+        let x = t.fromBuffer(a.data, a.shape, a.dtype);
+        if (pin) {
+          const pinned = x.pinMemory();
+          x.dispose();
+          x = pinned;
+        }
+        tensors.push(x);
+        return x;
       }
-      tensors.push(x);
-      return x;
+      if (Array.isArray(v)) return v.every((e) => typeof e === 'string') ? v : v.map(convert);
+      if (typeof v === 'object' && v !== null)
+        return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, convert(e)]));
+      return v;
     };
-    const out = Array.isArray(arrays)
-      ? arrays.map(toTensor)
-      : Object.fromEntries(Object.entries(arrays).map(([k, v]) => [k, toTensor(v)]));
-    Object.defineProperty(out, Symbol.dispose, {
-      value: () => {
-        for (const x of tensors) x.dispose();
-      },
-      enumerable: false,
-    });
+    const out = convert(batch);
+    // A lone tensor (a custom collate's) disposes itself already.
+    if (typeof out === 'object' && out !== null && !(out instanceof t.Tensor)) {
+      Object.defineProperty(out, Symbol.dispose, {
+        value: () => {
+          for (const x of tensors) x.dispose();
+        },
+        enumerable: false,
+      });
+    }
     return out as B;
   }
+}
+
+/**
+ * How a loader orders and batches its samples, as torch.utils.data.DataLoader decides it:
+ * an IterableDataset has no indices (no sampler); a batchSampler excludes batchSize,
+ * shuffle, sampler and dropLast; else the sampler (shuffle: a RandomSampler) in batches
+ * of batchSize (null: no automatic batching).
+ */
+function batchingOf<S extends Sample>(
+  dataset: Dataset<S> | IterableDataset<S>,
+  opts: DataLoaderOptions,
+  iterable: boolean,
+  generator: t.Generator | undefined,
+  skipBadSamples: number | undefined,
+): {
+  sampler: Sampler<number> | null;
+  batchSampler: Sampler<number[]> | null;
+  batchSize: number | null;
+  dropLast: boolean;
+} {
+  if (opts.batchSize !== undefined && opts.batchSize !== null) {
+    if (!Number.isInteger(opts.batchSize) || opts.batchSize <= 0)
+      throw new RangeError(
+        `DataLoader: batchSize should be a positive integer or null, got ${opts.batchSize}`,
+      );
+  }
+  if (opts.batchSize === null && opts.dropLast) {
+    throw new TypeError(
+      'DataLoader: batchSize: null disables automatic batching and is mutually exclusive with dropLast',
+    );
+  }
+  if (iterable) {
+    // PyTorch's checks: an IterableDataset has no indices to order or batch.
+    for (const [name, given] of [
+      ['shuffle', opts.shuffle],
+      ['sampler', opts.sampler],
+      ['batchSampler', opts.batchSampler],
+    ] as const) {
+      if (given !== undefined && given !== false)
+        throw new TypeError(`DataLoader with IterableDataset: expected unspecified ${name} option`);
+    }
+    if (skipBadSamples !== undefined) {
+      throw new TypeError(
+        'DataLoader: skipBadSamples needs a map-style dataset (an IterableDataset has no next index to load instead)',
+      );
+    }
+    const batchSize = opts.batchSize === undefined ? 1 : opts.batchSize;
+    return { sampler: null, batchSampler: null, batchSize, dropLast: opts.dropLast ?? false };
+  }
+  if (opts.batchSampler !== undefined) {
+    if (opts.batchSize !== undefined || opts.shuffle || opts.sampler !== undefined || opts.dropLast) {
+      throw new TypeError(
+        'DataLoader: batchSampler option is mutually exclusive with batchSize, shuffle, sampler, and dropLast',
+      );
+    }
+    const sampler = new SequentialSampler(dataset as Dataset<S>);
+    return { sampler, batchSampler: opts.batchSampler, batchSize: null, dropLast: false };
+  }
+  if (opts.sampler !== undefined && opts.shuffle) {
+    throw new TypeError('DataLoader: sampler option is mutually exclusive with shuffle');
+  }
+  const sampler =
+    opts.sampler ??
+    (opts.shuffle
+      ? new RandomSampler(dataset as Dataset<S>, { generator })
+      : new SequentialSampler(dataset as Dataset<S>));
+  const batchSize = opts.batchSize === undefined ? 1 : opts.batchSize;
+  const dropLast = opts.dropLast ?? false;
+  const batchSampler = batchSize === null ? null : new BatchSampler(sampler, batchSize, dropLast);
+  return { sampler, batchSampler, batchSize, dropLast };
 }

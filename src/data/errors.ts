@@ -15,7 +15,7 @@ export class DataLoaderWorkerError extends DataLoaderError {
   constructor(
     /** The worker that loaded the sample (0 with numWorkers = 0: the main thread). */
     readonly workerId: number,
-    /** The sample's dataset index. */
+    /** The sample's dataset index (-1: a sample of an iterable dataset, which has none). */
     readonly index: number,
     readonly path: string | undefined,
     readonly causeName: string,
@@ -25,8 +25,9 @@ export class DataLoaderWorkerError extends DataLoaderError {
   ) {
     const where = inMainThread ? 'the main thread (numWorkers = 0)' : `DataLoader worker ${workerId}`;
     const file = path === undefined ? '' : ` (file ${path})`;
+    const what = index < 0 ? 'while iterating the dataset' : `on sample ${index}`;
     super(
-      `${where} failed on sample ${index}${file}: ${causeName}: ${causeMessage}` +
+      `${where} failed ${what}${file}: ${causeName}: ${causeMessage}` +
         (causeStack ? `\n\nOriginal traceback:\n${causeStack}` : ''),
     );
   }
@@ -60,9 +61,10 @@ export class DataLoaderTimeoutError extends DataLoaderError {
     readonly batchNumber: number,
     readonly indices: number[],
   ) {
+    // An iterable dataset's batch has no indices to name.
+    const samples = indices.length === 0 ? '' : `(samples [${shortList(indices)}]) `;
     super(
-      `DataLoader timed out after ${timeoutMs} ms waiting for batch ${batchNumber} ` +
-        `(samples [${shortList(indices)}]) from worker ${workerId}`,
+      `DataLoader timed out after ${timeoutMs} ms waiting for batch ${batchNumber} ${samples}from worker ${workerId}`,
     );
   }
 }

@@ -1,7 +1,8 @@
 // The data pipeline (architecture §7): datasets, samplers, DataLoader with worker threads, transforms.
 
-export { defaultCollate } from './collate.ts';
-export { type Batch, DataLoader, type DataLoaderOptions } from './dataloader.ts';
+export { type Converted, defaultCollate, defaultConvert } from './collate.ts';
+export { type Batch, type BatchOf, DataLoader, type DataLoaderOptions } from './dataloader.ts';
+export { ChainDataset, ConcatDataset, StackDataset, Subset, TensorDataset } from './dataset.ts';
 export { CIFAR10, CIFAR100, type CifarOptions } from './datasets/cifar.ts';
 export { downloadUrl, extractTarGz, md5File } from './datasets/download.ts';
 export { FakeData, type FakeDataOptions } from './datasets/fake.ts';
@@ -28,13 +29,14 @@ export {
   drawSeed,
   RandomSampler,
   type RandomSamplerOptions,
-  type Sampler,
+  Sampler,
   SequentialSampler,
   type Sized,
   SubsetRandomSampler,
   WeightedRandomSampler,
   type WeightedRandomSamplerOptions,
 } from './samplers.ts';
+export { randomSplit } from './split.ts';
 export {
   type BatchRandomOptions,
   normalizeBatch,
@@ -60,11 +62,13 @@ export {
 } from './transforms/transforms.ts';
 export {
   type ArrayBatch,
+  type Collated,
   type CollateFn,
   DataError,
-  type Dataset,
+  Dataset,
   type DatasetSpec,
   type Field,
+  IterableDataset,
   type ModuleRef,
   type NdArray,
   nd,
@@ -72,4 +76,5 @@ export {
   type SampleArray,
   type SampleContext,
 } from './types.ts';
+export { getWorkerInfo, type WorkerInfo } from './worker-info.ts';
 export { liveWorkers } from './worker-pool.ts';

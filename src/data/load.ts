@@ -2,9 +2,24 @@
 // (numWorkers = 0) so both give identical batches. Plain JS: workers load this.
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { defaultCollate } from './collate.ts';
+import { type Converted, defaultCollate, defaultConvert } from './collate.ts';
 import { Rng } from './rng.ts';
-import type { ArrayBatch, CollateFn, Dataset, DatasetSpec, ModuleRef, Sample } from './types.ts';
+import {
+  type ArrayBatch,
+  type CollateFn,
+  type Dataset,
+  type DatasetSpec,
+  type IterableDataset,
+  isIterableDataset,
+  type ModuleRef,
+  type Sample,
+} from './types.ts';
+
+/**
+ * What a load produces: a collated batch, or with automatic batching off (`batchSize:
+ * null`) one converted sample.
+ */
+export type Loaded = ArrayBatch | Converted;
 
 /** One batch of work: indices in sampler order and where the batch starts in the epoch. */
 export interface BatchTask {
@@ -16,6 +31,8 @@ export interface BatchTask {
   epoch: number;
   /** Replace a sample that fails to load by the next index (DataLoader skipBadSamples). */
   skipBad?: boolean;
+  /** No automatic batching: `indices` is one index, and the collate gets that one sample. */
+  unbatched?: boolean;
 }
 
 /** Consecutive failing indices tried for one sample before the batch fails. */
@@ -23,6 +40,7 @@ const MAX_REPLACEMENTS = 16;
 
 /** A failure while loading one sample, carried back to the main thread. */
 export interface SampleFailure {
+  /** The sample's dataset index; -1 for a sample of an iterable dataset (it has none). */
   index: number;
   path?: string;
   name: string;
@@ -41,10 +59,8 @@ export async function loadBatch(
   task: BatchTask,
   workerId: number,
   numWorkers: number,
-  collate: CollateFn = defaultCollate,
-): Promise<
-  { ok: true; batch: ArrayBatch; skipped: SampleFailure[] } | { ok: false; failure: SampleFailure }
-> {
+  collate?: CollateFn,
+): Promise<{ ok: true; batch: Loaded; skipped: SampleFailure[] } | { ok: false; failure: SampleFailure }> {
   const n = task.indices.length;
   const skipped: SampleFailure[] = [];
   const samples: Sample[] = new Array(n);
@@ -107,9 +123,97 @@ export async function loadBatch(
     }
   }
   try {
-    return { ok: true, batch: collate(samples), skipped };
+    return { ok: true, batch: collateSamples(samples, task.unbatched === true, collate), skipped };
   } catch (e) {
     return { ok: false, failure: { ...describeFailure(e, task.indices[0]), name: 'CollateError' } };
+  }
+}
+
+/**
+ * PyTorch's collate step: with automatic batching the collate (default defaultCollate) gets
+ * the batch's samples; without, it gets the one sample (default defaultConvert).
+ */
+function collateSamples(samples: Sample[], unbatched: boolean, collate: CollateFn | undefined): Loaded {
+  if (!unbatched) return (collate ?? defaultCollate)(samples);
+  return collate ? (collate as unknown as (s: Sample) => Loaded)(samples[0]) : defaultConvert(samples[0]);
+}
+
+/** One batch of an iterable dataset: the next `batchSize` samples of the epoch's stream. */
+export interface StreamTask {
+  id: number;
+  epoch: number;
+  /** null: no automatic batching (one sample, converted). */
+  batchSize: number | null;
+  dropLast: boolean;
+}
+
+/**
+ * One epoch's iteration of an iterable dataset, in the thread that loads it (the main
+ * thread, or each worker over its own copy). Its async iterator is preferred: a dataset
+ * that reads files yields without blocking the thread.
+ */
+export class SampleStream {
+  private readonly it: Iterator<Sample> | AsyncIterator<Sample>;
+  /** Set once the iterator is done (or threw): later batches are empty, as PyTorch's fetcher's `ended`. */
+  ended = false;
+
+  constructor(dataset: IterableDataset) {
+    const d = dataset as IterableDataset<Sample>;
+    const it = d[Symbol.asyncIterator]?.() ?? d[Symbol.iterator]?.();
+    if (it === undefined)
+      throw new TypeError('an IterableDataset needs [Symbol.iterator] or [Symbol.asyncIterator]');
+    this.it = it;
+  }
+
+  /** The next sample, or undefined at the end. */
+  async next(): Promise<Sample | undefined> {
+    if (this.ended) return undefined;
+    try {
+      const r = await this.it.next();
+      if (r.done) this.ended = true;
+      return r.done ? undefined : r.value;
+    } catch (e) {
+      this.ended = true;
+      throw e;
+    }
+  }
+
+  /** Stops the iteration early (a `break`, a new epoch): the dataset's `finally` blocks run. */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.it.return?.();
+  }
+}
+
+/**
+ * Loads a stream task, as PyTorch's _IterableDatasetFetcher: up to batchSize samples, then
+ * the collate; `end` when the stream yields nothing more (or less than a batch, with
+ * dropLast). A sample that throws fails the batch (index -1: a stream has no index).
+ */
+export async function loadStreamBatch(
+  stream: SampleStream,
+  task: StreamTask,
+  collate?: CollateFn,
+): Promise<
+  { ok: true; end: true } | { ok: true; end?: false; batch: Loaded } | { ok: false; failure: SampleFailure }
+> {
+  const want = task.batchSize ?? 1;
+  const samples: Sample[] = [];
+  try {
+    while (samples.length < want) {
+      const s = await stream.next();
+      if (s === undefined) break;
+      samples.push(s);
+    }
+  } catch (e) {
+    return { ok: false, failure: describeFailure(e, -1) };
+  }
+  if (samples.length === 0 || (task.dropLast && samples.length < want)) return { ok: true, end: true };
+  try {
+    return { ok: true, batch: collateSamples(samples, task.batchSize === null, collate) };
+  } catch (e) {
+    return { ok: false, failure: { ...describeFailure(e, -1), name: 'CollateError' } };
   }
 }
 
@@ -183,19 +287,38 @@ function isClass(f: Function): boolean {
 }
 
 /**
- * Builds the dataset a spec describes: `new C(options)` for a class, `f(options)` (awaited)
- * for a factory. The result remembers its spec, so it can be handed to a DataLoader with workers.
+ * Builds the dataset a spec describes, map-style or iterable: `new C(options)` for a class,
+ * `f(options)` (awaited) for a factory. The result remembers its spec, so it can be handed
+ * to a DataLoader with workers.
  */
-export async function loadDataset<S extends Sample = Sample>(spec: DatasetSpec): Promise<Dataset<S>> {
+export async function buildDataset(spec: DatasetSpec): Promise<Dataset | IterableDataset> {
   const f = (await importRef(spec, 'dataset')) as Function;
   const ds = (
     isClass(f)
       ? new (f as new (o: unknown) => unknown)(spec.options)
       : await (f as (o: unknown) => unknown)(spec.options)
-  ) as Dataset<S>;
-  if (typeof ds?.get !== 'function' || typeof ds.length !== 'number') {
-    throw new TypeError(`dataset: ${spec.module}#${spec.export} did not make a dataset (no length/get)`);
+  ) as Dataset | IterableDataset;
+  const mapStyle = typeof (ds as Dataset)?.get === 'function' && typeof (ds as Dataset).length === 'number';
+  if (!mapStyle && !isIterableDataset(ds)) {
+    throw new TypeError(
+      `dataset: ${spec.module}#${spec.export} did not make a dataset (no length/get, and no iterator)`,
+    );
   }
   if (typeof ds.workerSpec !== 'function') ds.workerSpec = () => spec;
   return ds;
+}
+
+/**
+ * Builds the map-style dataset a spec describes (see buildDataset). An IterableDataset
+ * is refused: give its class a `workerSpec()` method instead.
+ */
+export async function loadDataset<S extends Sample = Sample>(spec: DatasetSpec): Promise<Dataset<S>> {
+  const ds = await buildDataset(spec);
+  if (isIterableDataset(ds)) {
+    throw new TypeError(
+      `dataset: ${spec.module}#${spec.export} made an IterableDataset; loadDataset() builds map-style ` +
+        'datasets: construct it yourself and give its class a workerSpec() method returning this spec',
+    );
+  }
+  return ds as Dataset<S>;
 }

@@ -9,9 +9,13 @@ export interface Sized {
   readonly length: number;
 }
 
-/** An iterable of indices (or, for a batch sampler, of index lists) with a known length. */
-export interface Sampler<T = number> extends Iterable<T> {
-  readonly length: number;
+/**
+ * An iterable of indices (or, for a batch sampler, of index lists) with a known length
+ * (torch.utils.data.Sampler): a class to extend or an interface to implement.
+ */
+export abstract class Sampler<T = number> implements Iterable<T> {
+  abstract readonly length: number;
+  abstract [Symbol.iterator](): Iterator<T>;
   /** Samplers whose order depends on the epoch (DistributedSampler) take it here. */
   setEpoch?(epoch: number): void;
 }
@@ -87,6 +91,9 @@ export class RandomSampler implements Sampler {
     opts: RandomSamplerOptions = {},
   ) {
     this.replacement = opts.replacement ?? false;
+    if (typeof this.replacement !== 'boolean') {
+      throw new TypeError(`RandomSampler: replacement should be a boolean, got ${String(this.replacement)}`);
+    }
     this.numSamplesOpt = opts.numSamples;
     this.generator = opts.generator;
     checkPositiveInt('RandomSampler: numSamples', this.length);
@@ -231,17 +238,24 @@ function weightsArray(weights: ArrayLike<number> | t.Tensor, what: string): Floa
   return w;
 }
 
-/** Groups another sampler's indices into lists of `batchSize` (torch.utils.data.BatchSampler). */
+/**
+ * Groups another sampler's indices into lists of `batchSize` (torch.utils.data.BatchSampler),
+ * the last one shorter unless `dropLast`. The sampler may be any iterable of indices; its
+ * length is needed only for the BatchSampler's.
+ */
 export class BatchSampler implements Sampler<number[]> {
   constructor(
-    readonly sampler: Sampler | (Iterable<number> & Sized),
+    readonly sampler: Sampler | Iterable<number>,
     readonly batchSize: number,
     readonly dropLast: boolean,
   ) {
     checkPositiveInt('BatchSampler: batchSize', batchSize);
+    if (typeof dropLast !== 'boolean')
+      throw new TypeError(`BatchSampler: dropLast should be a boolean, got ${String(dropLast)}`);
   }
   get length(): number {
-    const n = this.sampler.length;
+    const n = (this.sampler as Partial<Sized>).length;
+    if (typeof n !== 'number') throw new TypeError('BatchSampler: its sampler has no length');
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
   setEpoch(epoch: number): void {

@@ -30,8 +30,12 @@ export interface NdArray<A extends SampleArray = SampleArray> {
 /** One field of a sample. A bare typed array is a 1-D NdArray. */
 export type Field = number | boolean | bigint | string | SampleArray | NdArray;
 
-/** A sample: a record of fields (`{ image, label }`) or a tuple (`[image, label]`). */
-export type Sample = Record<string, Field> | Field[];
+/**
+ * A sample: a record of fields (`{ image, label }`) or a tuple (`[image, label]`). Records
+ * and tuples may nest (StackDataset's samples are tuples or records of samples), and
+ * defaultCollate collates them field by field at every level, as PyTorch's default_collate.
+ */
+export type Sample = { [key: string]: Field | Sample } | (Field | Sample)[];
 
 /** What `Dataset.get` receives besides the index. */
 export interface SampleContext {
@@ -48,17 +52,64 @@ export interface SampleContext {
   epoch: number;
 }
 
-/** A map-style dataset (torch.utils.data.Dataset): a length and samples by index. */
-export interface Dataset<S extends Sample = Sample> {
-  readonly length: number;
-  get(index: number, ctx: SampleContext): S | Promise<S>;
+/**
+ * A map-style dataset (torch.utils.data.Dataset): a length and samples by index. A class
+ * to extend or an interface to implement (any object with `length` and `get` is one).
+ */
+// Every member is abstract or optional: a concrete one would be required of every object
+// literal with `length` and `get`.
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface adds an optional property, nothing at run time
+export abstract class Dataset<S extends Sample = Sample> {
+  abstract readonly length: number;
+  abstract get(index: number, ctx: SampleContext): S | Promise<S>;
   /** How a worker thread builds the same dataset (needed for numWorkers > 0). */
   workerSpec?(): DatasetSpec;
+}
+
+// concurrentGets is declared by a merged interface: as a class property it would keep a
+// subclass from defining it as a getter (Subset forwards its dataset's).
+// biome-ignore lint/correctness/noUnusedVariables: a merged declaration repeats the class's type parameters
+export interface Dataset<S extends Sample = Sample> {
   /**
    * How many `get()` calls may run at once (default 1). An async `get` that waits on
    * native threads (ImageFolder: libvips decodes) overlaps its waits with the next one.
    */
   readonly concurrentGets?: number;
+}
+
+/**
+ * A stream of samples (torch.utils.data.IterableDataset): extend it with a generator
+ * `*[Symbol.iterator]()` or an async one `async *[Symbol.asyncIterator]()`. The
+ * DataLoader iterates it from the start each epoch and batches what it yields; with
+ * workers each worker iterates its own copy (built from `workerSpec()`), so a dataset
+ * that does not shard itself by `getWorkerInfo()` yields every sample once per worker,
+ * as in PyTorch.
+ */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface adds an optional property, nothing at run time
+export abstract class IterableDataset<S extends Sample = Sample> {
+  [Symbol.iterator]?(): Iterator<S>;
+  [Symbol.asyncIterator]?(): AsyncIterator<S>;
+  /** How a worker thread builds the same dataset (needed for numWorkers > 0). */
+  workerSpec?(): DatasetSpec;
+}
+
+// length is declared by a merged interface, as Dataset's concurrentGets (a subclass may
+// compute it in a getter).
+// biome-ignore lint/correctness/noUnusedVariables: a merged declaration repeats the class's type parameters
+export interface IterableDataset<S extends Sample = Sample> {
+  /** The number of samples, when known: `loader.length` counts batches from it. */
+  readonly length?: number;
+}
+
+/**
+ * Whether `ds` is an iterable dataset: an IterableDataset (of any copy of tsddp: a user's
+ * module in a worker imports its own), or any object with an iterator and no `get`.
+ */
+export function isIterableDataset(ds: unknown): ds is IterableDataset {
+  if (ds instanceof IterableDataset) return true;
+  if (typeof ds !== 'object' || ds === null || typeof (ds as Dataset).get === 'function') return false;
+  const o = ds as Partial<Record<symbol, unknown>>;
+  return typeof o[Symbol.iterator] === 'function' || typeof o[Symbol.asyncIterator] === 'function';
 }
 
 /** A function or class exported by a module, found by URL/path and export name. */
@@ -77,8 +128,14 @@ export interface DatasetSpec extends ModuleRef {
   options?: unknown;
 }
 
-/** A collated batch as workers send it: one NdArray (or string list) per field. */
-export type ArrayBatch = Record<string, NdArray | string[]> | (NdArray | string[])[];
+/**
+ * A collated value: an NdArray (the DataLoader makes it a tensor), a list of strings, or
+ * a record or tuple of collated values (nested samples).
+ */
+export type Collated = NdArray | string[] | { [key: string]: Collated } | Collated[];
+
+/** A collated batch as workers send it: one NdArray (or string list) per field, nested as the samples. */
+export type ArrayBatch = { [key: string]: Collated } | Collated[];
 
 /** A collate function that runs where samples are loaded (in workers: given as a ModuleRef). */
 export type CollateFn = (samples: Sample[]) => ArrayBatch;

@@ -4,6 +4,7 @@
 
 import { siblingModule } from '../core/module-url.ts';
 import * as collate from './collate.ts';
+import * as dataset from './dataset.ts';
 import * as cifar from './datasets/cifar.ts';
 import * as fake from './datasets/fake.ts';
 import * as imageFolder from './datasets/image-folder.ts';
@@ -13,6 +14,7 @@ import * as transforms from './transforms/transforms.ts';
 
 const modules: [string, Record<string, unknown>][] = [
   ['./collate.ts', collate],
+  ['./dataset.ts', dataset],
   ['./datasets/cifar.ts', cifar],
   ['./datasets/fake.ts', fake],
   ['./datasets/image-folder.ts', imageFolder],

@@ -9,8 +9,7 @@ import {
   DataLoaderWorkerError,
   DataLoaderWorkerExitError,
 } from './errors.ts';
-import type { BatchTask, SampleFailure } from './load.ts';
-import type { ArrayBatch } from './types.ts';
+import type { BatchTask, Loaded, SampleFailure, StreamTask } from './load.ts';
 import type { FromWorker, ToWorker, WorkerInit } from './worker.ts';
 import { dataWorkerBundle } from './worker-bundle.ts';
 
@@ -72,7 +71,13 @@ export function withoutTsx(execArgv: string[]): string[] {
   return out;
 }
 
-type Result = { ok: true; batch: ArrayBatch; skipped: SampleFailure[] } | { ok: false; error: Error };
+/** A task's outcome; `batch: null` is the end of a worker's iteration of an iterable dataset. */
+type Result = { ok: true; batch: Loaded | null; skipped: SampleFailure[] } | { ok: false; error: Error };
+
+/** What the pool remembers of a task a worker holds: the indices, for error messages. */
+interface Outstanding {
+  indices?: number[];
+}
 
 interface Slot {
   worker: Worker;
@@ -83,7 +88,7 @@ interface Slot {
   onReady: (() => void)[];
   exitError?: Error;
   lastError?: string;
-  outstanding: Map<number, BatchTask>;
+  outstanding: Map<number, Outstanding>;
 }
 
 export interface PoolOptions extends Omit<WorkerInit, 'workerId'> {}
@@ -155,6 +160,7 @@ export class WorkerPool {
         return;
       }
       case 'batch':
+      case 'end':
       case 'failure':
       case 'skipped': {
         const task = slot.outstanding.get(m.id);
@@ -171,7 +177,8 @@ export class WorkerPool {
           return;
         }
         if (m.type === 'batch')
-          this.results.set(m.id, { ok: true, batch: m.batch as ArrayBatch, skipped: m.skipped });
+          this.results.set(m.id, { ok: true, batch: m.batch as Loaded, skipped: m.skipped });
+        else if (m.type === 'end') this.results.set(m.id, { ok: true, batch: null, skipped: [] });
         else {
           const f = m.failure;
           this.results.set(m.id, {
@@ -191,33 +198,51 @@ export class WorkerPool {
 
   /** Queues a batch on worker `workerId`; the result is collected with take(task.id). */
   submit(workerId: number, task: BatchTask): void {
+    this.post(workerId, task.id, task.epoch, task.indices, { type: 'task', task });
+  }
+
+  /**
+   * Asks worker `workerId` for the next batch of its iteration of an iterable dataset;
+   * take(task.id) gives it, or a null batch when that worker's iteration has ended.
+   */
+  submitNext(workerId: number, task: StreamTask): void {
+    this.post(workerId, task.id, task.epoch, undefined, { type: 'next', task });
+  }
+
+  private post(
+    workerId: number,
+    id: number,
+    epoch: number,
+    indices: number[] | undefined,
+    m: ToWorker,
+  ): void {
     const slot = this.slots[workerId];
-    this.taskEpoch.set(task.id, task.epoch);
+    this.taskEpoch.set(id, epoch);
     if (this.broken || !slot.alive) {
       const error =
         this.broken ??
         slot.exitError ??
-        new DataLoaderWorkerExitError(workerId, -1, task.indices, 'the worker is no longer running');
-      this.results.set(task.id, { ok: false, error });
+        new DataLoaderWorkerExitError(workerId, -1, indices, 'the worker is no longer running');
+      this.results.set(id, { ok: false, error });
       return;
     }
-    slot.outstanding.set(task.id, task);
-    slot.worker.postMessage({ type: 'task', task } satisfies ToWorker);
+    slot.outstanding.set(id, { indices });
+    slot.worker.postMessage(m);
   }
 
   /**
-   * Waits for task `taskId` (queued on worker `workerId`, batch `batchNumber`): its
-   * batch, or the error that ended it; a DataLoaderTimeoutError after `timeoutMs`
+   * Waits for task `taskId` (queued on worker `workerId`, batch `batchNumber`, loading
+   * `indices`, none for an iterable dataset): its batch, or the error that ended it; a DataLoaderTimeoutError after `timeoutMs`
    * counted from when the worker is ready (0 = wait as long as it takes — a dead worker
    * still ends the wait).
    */
   take(
     taskId: number,
-    task: BatchTask,
+    indices: number[],
     workerId: number,
     batchNumber: number,
     timeoutMs: number,
-  ): Promise<{ batch: ArrayBatch; skipped: SampleFailure[] }> {
+  ): Promise<{ batch: Loaded | null; skipped: SampleFailure[] }> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
@@ -239,7 +264,7 @@ export class WorkerPool {
         timer = setTimeout(() => {
           settled = true;
           this.waiter = null;
-          const err = new DataLoaderTimeoutError(timeoutMs, workerId, batchNumber, task.indices);
+          const err = new DataLoaderTimeoutError(timeoutMs, workerId, batchNumber, indices);
           // A stalled worker may hold anything; the pool is not reused after this.
           this.broken ??= err;
           reject(err);

@@ -3,8 +3,19 @@
 // Plain JS only — the native addon is never loaded here.
 import { parentPort, workerData } from 'node:worker_threads';
 import { transferables } from './collate.ts';
-import { type BatchTask, importRef, loadBatch, loadDataset, setTypeScriptLoader } from './load.ts';
-import type { CollateFn, Dataset, DatasetSpec, ModuleRef } from './types.ts';
+import {
+  type BatchTask,
+  buildDataset,
+  importRef,
+  loadBatch,
+  loadStreamBatch,
+  type SampleFailure,
+  SampleStream,
+  type StreamTask,
+  setTypeScriptLoader,
+} from './load.ts';
+import type { CollateFn, Dataset, DatasetSpec, IterableDataset, ModuleRef } from './types.ts';
+import { setWorkerInfo } from './worker-info.ts';
 
 export interface WorkerInit {
   workerId: number;
@@ -18,58 +29,95 @@ export interface WorkerInit {
   typescriptLoader?: string | null;
 }
 
-/** Messages from the main thread. */
-export type ToWorker = { type: 'task'; task: BatchTask } | { type: 'cancel'; epoch: number };
+/** Messages from the main thread: a batch of indices, the next batch of an iterable dataset, or a cancel. */
+export type ToWorker =
+  | { type: 'task'; task: BatchTask }
+  | { type: 'next'; task: StreamTask }
+  | { type: 'cancel'; epoch: number };
 
 /** Messages to the main thread. */
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'init-error'; message: string; stack?: string }
-  | { type: 'batch'; id: number; batch: unknown; skipped: import('./load.ts').SampleFailure[] }
-  | { type: 'failure'; id: number; failure: import('./load.ts').SampleFailure }
+  | { type: 'batch'; id: number; batch: unknown; skipped: SampleFailure[] }
+  /** This worker's copy of the iterable dataset has no more batches this epoch. */
+  | { type: 'end'; id: number }
+  | { type: 'failure'; id: number; failure: SampleFailure }
   | { type: 'skipped'; id: number };
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
-const queue: BatchTask[] = [];
+type Queued = Extract<ToWorker, { type: 'task' | 'next' }>;
+const queue: Queued[] = [];
 let cancelledBelow = -1; // tasks of epochs <= this were abandoned by the main thread
-let dataset: Dataset | undefined;
+let dataset: Dataset | IterableDataset | undefined;
 let collate: CollateFn | undefined;
 let busy = false;
+/** An iterable dataset's iteration: one per epoch, over this worker's copy. */
+let stream: { epoch: number; samples: SampleStream } | undefined;
 
 async function drain(): Promise<void> {
   if (busy || dataset === undefined) return;
   busy = true;
   try {
-    for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
+    for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
+      const task = m.task;
       if (task.epoch <= cancelledBelow) {
         port.postMessage({ type: 'skipped', id: task.id } satisfies FromWorker);
         continue;
       }
-      const r = await loadBatch(dataset, task, init.workerId, init.numWorkers, collate);
-      if (r.ok) {
-        try {
-          port.postMessage(
-            { type: 'batch', id: task.id, batch: r.batch, skipped: r.skipped } satisfies FromWorker,
-            transferables(r.batch),
-          );
-        } catch (e) {
-          // e.g. a custom collate returned something structuredClone cannot copy.
-          const failure = { index: task.indices[0], name: 'CollateError', message: (e as Error).message };
-          port.postMessage({ type: 'failure', id: task.id, failure } satisfies FromWorker);
-        }
-      } else {
-        port.postMessage({ type: 'failure', id: task.id, failure: r.failure } satisfies FromWorker);
+      if (m.type === 'next') {
+        await loadFromStream(m.task);
+        continue;
       }
+      const r = await loadBatch(dataset as Dataset, m.task, init.workerId, init.numWorkers, collate);
+      if (r.ok) post(m.task.id, r.batch, r.skipped, m.task.unbatched === true, m.task.indices[0]);
+      else port.postMessage({ type: 'failure', id: task.id, failure: r.failure } satisfies FromWorker);
     }
   } finally {
     busy = false;
   }
 }
 
+/** The next batch of this worker's iteration of an iterable dataset (a new one for a new epoch). */
+async function loadFromStream(task: StreamTask): Promise<void> {
+  if (stream?.epoch !== task.epoch) {
+    await stream?.samples.close();
+    stream = undefined;
+    try {
+      stream = { epoch: task.epoch, samples: new SampleStream(dataset as IterableDataset) };
+    } catch (e) {
+      const failure = { index: -1, name: (e as Error).name, message: (e as Error).message };
+      port.postMessage({ type: 'failure', id: task.id, failure } satisfies FromWorker);
+      return;
+    }
+  }
+  const r = await loadStreamBatch(stream.samples, task, collate);
+  if (!r.ok) port.postMessage({ type: 'failure', id: task.id, failure: r.failure } satisfies FromWorker);
+  else if (r.end) port.postMessage({ type: 'end', id: task.id } satisfies FromWorker);
+  else post(task.id, r.batch, [], task.batchSize === null, -1);
+}
+
+/**
+ * Sends a batch, transferring its buffers. A converted sample (no automatic batching) may
+ * hold the dataset's own arrays, which a transfer would detach here: those are copied.
+ */
+function post(id: number, batch: unknown, skipped: SampleFailure[], copy: boolean, index: number): void {
+  try {
+    port.postMessage(
+      { type: 'batch', id, batch, skipped } satisfies FromWorker,
+      transferables(batch, { copy }),
+    );
+  } catch (e) {
+    // e.g. a custom collate returned something structuredClone cannot copy.
+    const failure = { index, name: 'CollateError', message: (e as Error).message };
+    port.postMessage({ type: 'failure', id, failure } satisfies FromWorker);
+  }
+}
+
 port.on('message', (m: ToWorker) => {
-  if (m.type === 'task') {
-    queue.push(m.task);
+  if (m.type === 'task' || m.type === 'next') {
+    queue.push(m);
     void drain();
   } else if (m.type === 'cancel') {
     cancelledBelow = Math.max(cancelledBelow, m.epoch);
@@ -80,14 +128,16 @@ try {
   setTypeScriptLoader(init.typescriptLoader);
   // drain() starts on `dataset`: set it last, so no task is loaded before the collate is
   // imported and workerInit has run (tasks may arrive during those awaits).
-  const ds = await loadDataset(init.dataset);
+  const ds = await buildDataset(init.dataset);
   if (init.collate) collate = (await importRef(init.collate, 'collate')) as CollateFn;
+  const seed = init.seed + BigInt(init.workerId);
+  setWorkerInfo({ id: init.workerId, numWorkers: init.numWorkers, seed, dataset: ds });
   if (init.workerInit) {
     const fn = (await importRef(init.workerInit, 'workerInit')) as (info: unknown) => unknown;
     await fn({
       workerId: init.workerId,
       numWorkers: init.numWorkers,
-      seed: init.seed + BigInt(init.workerId),
+      seed,
       dataset: ds,
     });
   }
