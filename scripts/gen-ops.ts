@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { OpArgSchema, OpSchema } from '../src/core/native.ts';
 import { native } from '../src/core/native.ts';
-import { NO_METHOD, OPS, RENAMED_FUNCTIONS, VARARGS_METHODS } from './op-list.ts';
+import { NO_METHOD, OPS, RENAMED_FUNCTIONS, VARARGS_FUNCTIONS, VARARGS_METHODS } from './op-list.ts';
 
 const OUT = fileURLToPath(new URL('../src/core/ops.generated.ts', import.meta.url));
 
@@ -220,6 +220,15 @@ function paramLists(s: OpSchema, skipSelf: boolean): string[] {
   return lists;
 }
 
+/** The options object of a varargs factory: every overload's keyword-only arguments together. */
+function keywordOptionsType(overloads: OpSchema[]): string {
+  const entries = new Map<string, string>();
+  for (const s of overloads)
+    for (const a of keywords(s)) entries.set(camel(a.name), `${camel(a.name)}?: ${tsType(a)}`);
+  entries.set('requiresGrad', 'requiresGrad?: boolean');
+  return `{ ${[...entries.values()].join('; ')} }`;
+}
+
 /** Names an options object may hold for an overload, in schema order (self first). */
 function optionNames(s: OpSchema): string[] {
   const names = s.args.map((a) => camel(a.name));
@@ -249,7 +258,16 @@ for (const base of [...new Set(OPS)]) {
       lines.push(`export function ${fn}(${params}): ${returnType(s)};`);
     }
   }
+  const varargs = VARARGS_FUNCTIONS.has(base);
+  if (varargs) {
+    const o = keywordOptionsType(overloads);
+    lines.push(`/** Sizes as varargs, as torch.${base}(2, 3): the options may follow them. */`);
+    lines.push(`export function ${fn}(...sizeThenOptions: [...size: number[], opts: ${o}]): Tensor;`);
+    lines.push(`export function ${fn}(...size: number[]): Tensor;`);
+  }
   lines.push(`export function ${fn}(...a: any[]): any {`);
+  // PyTorch's varargs sizes: the leading numbers become the size list.
+  if (varargs) lines.push("  a = typeof a[0] === 'number' ? leadingSizes(a) : a;");
   // A trailing plain object holds options: the keyword-only arguments, and any
   // positional parameter not given positionally, by its camelCase name (as Python
   // lets any parameter be named). Without anything to name, every argument is positional.
@@ -349,6 +367,7 @@ import { native as N } from './native.ts';
 import {
   dc,
   gh,
+  leadingSizes,
   isIntList,
   isIntListOrInt,
   isScalar,

@@ -463,5 +463,11 @@ export const VARARGS_METHODS = new Set<string>([
   'flip',
 ]);
 
+/**
+ * Factories whose leading int list PyTorch also accepts as varargs: torch.zeros(2, 3),
+ * torch.rand(20), torch.randn(2, 3, dtype=...) (their options may follow the sizes).
+ */
+export const VARARGS_FUNCTIONS = new Set<string>(['zeros', 'ones', 'empty', 'rand', 'randn']);
+
 /** Function names that are reserved words in JS. */
 export const RENAMED_FUNCTIONS: Record<string, string> = { var: 'variance' };

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { mock, test } from 'node:test';
 import {
   BatchSampler,
+  DataLoader,
   DistributedEvalSampler,
   DistributedSampler,
   drawSeed,
@@ -181,6 +182,31 @@ test('DistributedSampler warns once when a shuffled epoch is iterated again with
     [...plain];
     [...plain];
     assert.equal(warn.mock.callCount(), 1, 'no warning after setEpoch or without shuffle');
+  } finally {
+    warn.mock.restore();
+  }
+});
+
+test('DistributedSampler: peeking at the first batch before the epoch loop is not a second pass (no warning)', async () => {
+  // The DDP tutorial (multigpu_torchrun.py) reads one batch for its size, then calls
+  // setEpoch in every epoch: that is right, and must not be warned about.
+  const warn = mock.method(console, 'warn', () => {});
+  try {
+    const ds = { length: 16, get: (i: number) => ({ x: new Float32Array([i]) }) };
+    const sampler = new DistributedSampler(sized(16), { numReplicas: 2, rank: 0 });
+    const loader = new DataLoader(ds, { batchSize: 2, sampler });
+    for await (const b of loader) {
+      b[Symbol.dispose]?.();
+      break; // the peek
+    }
+    for (let epoch = 0; epoch < 2; epoch++) {
+      sampler.setEpoch(epoch);
+      for await (const b of loader) b[Symbol.dispose]?.();
+    }
+    assert.equal(warn.mock.callCount(), 0, String(warn.mock.calls[0]?.arguments[0]));
+    // A second full pass without setEpoch still warns.
+    for await (const b of loader) b[Symbol.dispose]?.();
+    assert.equal(warn.mock.callCount(), 1);
   } finally {
     warn.mock.restore();
   }

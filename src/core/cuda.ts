@@ -58,6 +58,21 @@ function cudaCalls(what: string): CudaNative {
   return native as unknown as CudaNative;
 }
 
+/**
+ * A device as libtorch takes it: PyTorch's integer device N is 'cuda:N'. A CUDA device on a
+ * machine without CUDA is a CudaError saying why (what `torch.device('cuda')` tensors get),
+ * before libtorch's own message about its build.
+ */
+export function resolveDevice(device: string | number, what: string): string {
+  if (typeof device === 'number') {
+    if (!Number.isInteger(device) || device < 0)
+      throw new TypeError(`${what}: a device index must be an integer >= 0, got ${device}`);
+    device = `cuda:${device}`;
+  }
+  if (/^cuda(:\d+)?$/.test(device) && !build().cudaAvailable) cudaCalls(`${what} ${device}`);
+  return device;
+}
+
 function deviceIndex(device: number | string | undefined, what: string): number | undefined {
   if (device === undefined) return undefined;
   if (typeof device === 'number') return device;

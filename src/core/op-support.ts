@@ -98,6 +98,16 @@ function isOptions(v: unknown): boolean {
  * needs), it must name only parameters (`names`): `cumsum(x, { dim: 0 })` names one,
  * `cat({ length: 2 })` is a misplaced argument, and the conversion error says so.
  */
+/**
+ * PyTorch's varargs sizes (torch.zeros(2, 3), torch.rand(20)): the leading numbers of `a`
+ * as one size list, followed by what came after them (the options).
+ */
+export function leadingSizes(a: unknown[]): unknown[] {
+  let k = 0;
+  while (k < a.length && typeof a[k] === 'number') k++;
+  return [a.slice(0, k), ...a.slice(k)];
+}
+
 export function positionalCount(a: unknown[], required = 0, names?: readonly string[]): number {
   const last = a[a.length - 1];
   if (a.length === 0 || !isOptions(last)) return a.length;

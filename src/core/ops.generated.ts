@@ -6,6 +6,7 @@ import { native as N } from './native.ts';
 import {
   dc,
   gh,
+  leadingSizes,
   isIntList,
   isIntListOrInt,
   isScalar,
@@ -4621,7 +4622,11 @@ export function glu(...a: any[]): any {
 const zerosParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
 /** `aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
 export function zeros(size: number[], opts?: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
+/** Sizes as varargs, as torch.zeros(2, 3): the options may follow them. */
+export function zeros(...sizeThenOptions: [...size: number[], opts: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }]): Tensor;
+export function zeros(...size: number[]): Tensor;
 export function zeros(...a: any[]): any {
+  a = typeof a[0] === 'number' ? leadingSizes(a) : a;
   const n = positionalCount(a, 1, zerosParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('zeros', a, zerosParams);
@@ -4631,7 +4636,11 @@ export function zeros(...a: any[]): any {
 const onesParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'];
 /** `aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
 export function ones(size: number[], opts?: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
+/** Sizes as varargs, as torch.ones(2, 3): the options may follow them. */
+export function ones(...sizeThenOptions: [...size: number[], opts: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }]): Tensor;
+export function ones(...size: number[]): Tensor;
 export function ones(...a: any[]): any {
+  a = typeof a[0] === 'number' ? leadingSizes(a) : a;
   const n = positionalCount(a, 1, onesParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) throw noOverload('ones', a, onesParams);
@@ -4651,7 +4660,11 @@ export function full(...a: any[]): any {
 const emptyParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'];
 /** `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` */
 export function empty(size: number[], opts?: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; memoryFormat?: MemoryFormat | null; requiresGrad?: boolean }): Tensor;
+/** Sizes as varargs, as torch.empty(2, 3): the options may follow them. */
+export function empty(...sizeThenOptions: [...size: number[], opts: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; memoryFormat?: MemoryFormat | null; requiresGrad?: boolean }]): Tensor;
+export function empty(...size: number[]): Tensor;
 export function empty(...a: any[]): any {
+  a = typeof a[0] === 'number' ? leadingSizes(a) : a;
   const n = positionalCount(a, 1, emptyParams);
   const o = a[n];
   if (n > 1 || (o !== undefined && !optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'memoryFormat', 'requiresGrad'], n))) throw noOverload('empty', a, emptyParams);
@@ -4776,7 +4789,11 @@ const randParams = ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresG
 export function rand(size: number[], opts?: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 /** `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
 export function rand(size: number[], opts?: { generator?: Generator | null; dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
+/** Sizes as varargs, as torch.rand(2, 3): the options may follow them. */
+export function rand(...sizeThenOptions: [...size: number[], opts: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; generator?: Generator | null; requiresGrad?: boolean }]): Tensor;
+export function rand(...size: number[]): Tensor;
 export function rand(...a: any[]): any {
+  a = typeof a[0] === 'number' ? leadingSizes(a) : a;
   const n = positionalCount(a, 1, randParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {
@@ -4793,7 +4810,11 @@ const randnParams = ['size', 'generator', 'dtype', 'layout', 'device', 'pinMemor
 export function randn(size: number[], opts?: { generator?: Generator | null; dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
 /** `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` */
 export function randn(size: number[], opts?: { dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }): Tensor;
+/** Sizes as varargs, as torch.randn(2, 3): the options may follow them. */
+export function randn(...sizeThenOptions: [...size: number[], opts: { generator?: Generator | null; dtype?: DTypeName | null; layout?: number | null; device?: DeviceLike | null; pinMemory?: boolean | null; requiresGrad?: boolean }]): Tensor;
+export function randn(...size: number[]): Tensor;
 export function randn(...a: any[]): any {
+  a = typeof a[0] === 'number' ? leadingSizes(a) : a;
   const n = positionalCount(a, 1, randnParams);
   const o = a[n];
   if (n <= 1 && (n > 0 ? isIntList(a[0]) : isIntList(o?.size)) && (o?.generator === null || o?.generator instanceof Generator) && (o?.dtype === null || o?.dtype === undefined || typeof o?.dtype === 'string') && (o?.layout === null || o?.layout === undefined || typeof o?.layout === 'number') && (o?.device === null || o?.device === undefined || typeof o?.device === 'string') && (o?.pinMemory === null || o?.pinMemory === undefined || typeof o?.pinMemory === 'boolean') && (o === undefined || optionsFit(o, ['size', 'generator', 'dtype', 'layout', 'device', 'pinMemory', 'requiresGrad'], n))) {

@@ -2,6 +2,7 @@
 // methods (`a.add(b).relu()`) are attached by ops.generated.ts; this file holds the
 // properties, data access and conversions.
 import { inspect } from 'node:util';
+import { resolveDevice } from './cuda.ts';
 import {
   type DType,
   type DTypeName,
@@ -30,7 +31,8 @@ export type NestedArray = number | boolean | NestedArray[];
 
 export interface ToOptions {
   dtype?: DTypeName;
-  device?: DeviceLike;
+  /** A device; an integer N is PyTorch's 'cuda:N'. */
+  device?: DeviceLike | number;
   memoryFormat?: MemoryFormat;
   copy?: boolean;
   nonBlocking?: boolean;
@@ -167,15 +169,20 @@ export class Tensor implements Handle {
 
   /**
    * `to('float64')` (or an alias: `'double'`, `'short'`, `'char'`, ...), `to('cuda:0')`,
-   * `to({ dtype, device, memoryFormat, copy })`. A string is a dtype when it names one
+   * `to(0)` (PyTorch's integer device: 'cuda:0'), `to({ dtype, device, memoryFormat, copy })`. A string is a dtype when it names one
    * (core/dtype.ts's one table), else a device.
    */
-  to(target: DTypeName | DeviceLike | ToOptions, opts: Omit<ToOptions, 'dtype' | 'device'> = {}): Tensor {
+  to(
+    target: DTypeName | DeviceLike | number | ToOptions,
+    opts: Omit<ToOptions, 'dtype' | 'device'> = {},
+  ): Tensor {
     let o: ToOptions;
     if (typeof target === 'string') {
       const d = dtypeFromName(target);
       o = d !== undefined ? { ...opts, dtype: d } : { ...opts, device: target };
-    } else o = target;
+    } else if (typeof target === 'number') o = { ...opts, device: target };
+    else o = target;
+    const device = o.device === undefined ? null : resolveDevice(o.device, 'to()');
     const dtype = o.dtype === undefined ? null : dtypeCode(toDType(o.dtype, 'to()'));
     const memoryFormat =
       o.memoryFormat === undefined ? null : named('to()', () => memoryFormatCode(o.memoryFormat!));
@@ -185,7 +192,7 @@ export class Tensor implements Handle {
         this.h,
         dtype,
         null,
-        o.device ?? null,
+        device,
         null,
         o.nonBlocking ?? false,
         o.copy ?? false,

@@ -312,7 +312,8 @@ export class DistributedSampler implements Sampler {
   readonly numSamples: number;
   readonly totalSize: number;
   epoch = 0;
-  private lastIteratedEpoch: number | undefined;
+  /** The epoch whose last full pass finished (see the iterator). */
+  private completedEpoch: number | undefined;
   private warned = false;
 
   constructor(
@@ -376,16 +377,22 @@ export class DistributedSampler implements Sampler {
     return out;
   }
 
+  /**
+   * Warns when a second full pass over a shuffled epoch starts without setEpoch (the same
+   * order again, the mistake PyTorch's docs warn of). A pass left unfinished, such as a
+   * peek at the first batch before the epoch loop, does not count.
+   */
   *[Symbol.iterator](): Iterator<number> {
-    if (this.shuffle && this.lastIteratedEpoch === this.epoch && !this.warned) {
+    if (this.shuffle && this.completedEpoch === this.epoch && !this.warned) {
       this.warned = true;
       console.warn(
         `DistributedSampler: epoch ${this.epoch} is being iterated again with the same shuffle order; ` +
           'call sampler.setEpoch(epoch) before each epoch to get a new order (this warning is shown once)',
       );
     }
-    this.lastIteratedEpoch = this.epoch;
+    const epoch = this.epoch;
     yield* this.indices();
+    this.completedEpoch = epoch;
   }
 }
 

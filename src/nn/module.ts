@@ -19,6 +19,7 @@
 //  - Plain tensors on properties that are not registered are ordinary attributes, not
 //    state, as in PyTorch.
 import { noGrad } from '../autograd/index.ts';
+import { resolveDevice } from '../core/cuda.ts';
 import { dtypeFromName, isFloatingPoint, toDType } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
 import { TsddpError } from '../errors/index.ts';
@@ -29,7 +30,8 @@ export type StateDict = Record<string, t.Tensor>;
 export interface ModuleToOptions {
   /** A dtype or one of PyTorch's aliases ('double', 'half', ...). */
   dtype?: t.DTypeName;
-  device?: t.DeviceLike;
+  /** A device; an integer N is PyTorch's 'cuda:N'. */
+  device?: t.DeviceLike | number;
   memoryFormat?: t.MemoryFormat;
 }
 
@@ -337,7 +339,7 @@ export class Module {
    * their identity — the data is swapped with aten::set_data, PyTorch's `param.data =` —
    * so optimizers built before the call still hold the right tensors.
    */
-  to(target: t.DTypeName | t.DeviceLike | ModuleToOptions): this {
+  to(target: t.DTypeName | t.DeviceLike | number | ModuleToOptions): this {
     const opts = toOptions(target);
     if (opts.dtype !== undefined && !isFloatingPoint(opts.dtype)) {
       throw new TypeError(
@@ -553,11 +555,12 @@ interface ResolvedToOptions {
  * knows it (aliases included), else a device, as torch's `module.to('double')` /
  * `module.to('cuda')`; an options object's dtype goes through the same table.
  */
-function toOptions(target: t.DTypeName | t.DeviceLike | ModuleToOptions): ResolvedToOptions {
+function toOptions(target: t.DTypeName | t.DeviceLike | number | ModuleToOptions): ResolvedToOptions {
   if (typeof target === 'string') {
     const dtype = dtypeFromName(target);
-    return dtype === undefined ? { device: target } : { dtype };
+    return dtype === undefined ? { device: resolveDevice(target, 'Module.to') } : { dtype };
   }
+  if (typeof target === 'number') return { device: resolveDevice(target, 'Module.to') };
   if (target === null || typeof target !== 'object') {
     throw new TypeError(
       `Module.to: expected a dtype, a device or an options object, got ${typeName(target)}`,
@@ -566,7 +569,7 @@ function toOptions(target: t.DTypeName | t.DeviceLike | ModuleToOptions): Resolv
   const { dtype, device, memoryFormat } = target;
   return {
     dtype: dtype === undefined ? undefined : toDType(dtype, 'Module.to: dtype'),
-    device,
+    device: device === undefined ? undefined : resolveDevice(device, 'Module.to'),
     memoryFormat,
   };
 }
