@@ -246,20 +246,6 @@ export class Adam extends Optimizer {
         st.steps.map(() => foundInf),
       );
   }
-
-  /** Loads `step` saved as a plain number (older PyTorch checkpoints) as a tensor. */
-  protected override castState(
-    param: Tensor,
-    key: string,
-    value: Tensor | number,
-    group: Record<string, unknown>,
-  ): Tensor | number {
-    if (key === 'step' && typeof value === 'number') {
-      const device = group.fused === true ? param.device : 'cpu';
-      return t.full([], value, { dtype: 'float32', device }).keep();
-    }
-    return super.castState(param, key, value, group);
-  }
 }
 
 interface AdamTensors {

@@ -7,7 +7,7 @@
 // (momentum_buffer, step, exp_avg, exp_avg_sq, max_exp_avg_sq). pytorch-names.ts
 // converts whole state dicts both ways for checkpoints.
 
-import { noGrad } from '../autograd/index.ts';
+import { enableGrad, noGrad } from '../autograd/index.ts';
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
@@ -15,8 +15,14 @@ import * as t from '../core/index.ts';
 /** One parameter group: its parameters and hyperparameters (lr, momentum, betas, ...). */
 export type ParamGroup = { params: Tensor[]; lr: number; [hyper: string]: unknown };
 
+/**
+ * One entry of an optimizer's state: a tensor or a number, or (LBFGS's history) a list
+ * of them, null for an empty slot.
+ */
+export type StateValue = Tensor | number | null | StateValue[];
+
 /** Per-parameter optimizer state, keyed by PyTorch's names (momentum_buffer, step, exp_avg, ...). */
-export type ParamState = Record<string, Tensor | number>;
+export type ParamState = Record<string, StateValue>;
 
 /**
  * Optimizer state in PyTorch's layout: `state[i]` belongs to parameter i, counting the
@@ -89,13 +95,21 @@ export abstract class Optimizer {
   /** Checks a group's hyperparameters (called for every group added). */
   protected validateGroup(_group: ParamGroup): void {}
 
-  /** Performs one optimization step (no autograd recording, no leaked temporaries). */
-  step(): void {
+  /**
+   * Performs one optimization step (no autograd recording, no leaked temporaries). A
+   * `closure` (PyTorch's optional argument) runs first, with gradients enabled, to
+   * reevaluate the model: it typically zeroes the gradients, computes the loss, calls
+   * backward() and returns the loss, which step() returns (undefined without a closure).
+   * The loss belongs to the caller's scope, as any tensor the closure makes.
+   */
+  step<L = unknown>(closure?: () => L): L | undefined {
+    const loss = closure === undefined ? undefined : enableGrad(closure);
     noGrad(() =>
       t.tidy(() => {
         for (const group of this.paramGroups) this.stepGroup(group);
       }),
     );
+    return loss;
   }
 
   /** Updates the parameters of one group that have a gradient. */
@@ -222,13 +236,23 @@ export abstract class Optimizer {
     this.paramGroups = newGroups;
   }
 
-  /** A loaded state value for `param`: a kept copy for tensors, numbers as they are. */
+  /**
+   * A loaded state value for `param`: a kept copy for tensors, numbers as they are, a
+   * list entry by entry (as PyTorch's `_cast`, which casts list entries as any tensor).
+   */
   protected castState(
     param: Tensor,
     key: string,
-    value: Tensor | number,
+    value: StateValue,
     group: Record<string, unknown>,
-  ): Tensor | number {
+  ): StateValue {
+    if (Array.isArray(value)) return value.map((v) => this.castState(param, '', v, group));
+    if (key === 'step' && typeof value === 'number') {
+      // A `step` saved as a plain number (older PyTorch checkpoints) becomes the tensor
+      // PyTorch's __setstate__ makes of it: float32, on the CPU unless fused/capturable.
+      const onDevice = group.fused === true || group.capturable === true;
+      return t.full([], value, { dtype: 'float32', device: onDevice ? param.device : 'cpu' }).keep();
+    }
     if (!(value instanceof t.Tensor)) return value;
     if (key === 'step') {
       if (group.fused === true || group.capturable === true) {
@@ -251,9 +275,13 @@ export abstract class Optimizer {
   }
 }
 
-/** Frees the tensors of one parameter's state. */
+/** Frees the tensors of one parameter's state (those in lists too). */
 export function disposeState(s: ParamState): void {
-  for (const v of Object.values(s)) if (v instanceof t.Tensor) v.dispose();
+  const free = (v: StateValue): void => {
+    if (v instanceof t.Tensor) v.dispose();
+    else if (Array.isArray(v)) for (const x of v) free(x);
+  };
+  for (const v of Object.values(s)) free(v);
 }
 
 /**

@@ -43,12 +43,20 @@ function renameKeys(o: Record<string, unknown>, rename: (k: string) => string): 
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [rename(k), v]));
 }
 
+// Param-group keys whose PyTorch name is not the scheduler one: ASGD's `t0` is `t0` in its
+// param groups, where CosineAnnealingWarmRestarts' `t0` is `T_0`.
+const GROUP_TO_PYTORCH: Record<string, string> = { t0: 't0' };
+
 /** An optimizer state dict with PyTorch's key names (tensors shared, not copied). */
 export function optimizerStateDictToPyTorch(sd: OptimizerStateDict): PyTorchOptimizerStateDict {
   return {
     state: sd.state,
     param_groups: sd.paramGroups.map(
-      (g) => renameKeys(g, toPyTorchName) as PyTorchOptimizerStateDict['param_groups'][0],
+      (g) =>
+        renameKeys(
+          g,
+          (k) => GROUP_TO_PYTORCH[k] ?? toPyTorchName(k),
+        ) as PyTorchOptimizerStateDict['param_groups'][0],
     ),
   };
 }
