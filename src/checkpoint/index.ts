@@ -1,4 +1,5 @@
-// Checkpoints: safetensors files and atomic, verified checkpoint directories (architecture §8).
+// Checkpoints: safetensors files, atomic, verified checkpoint directories, and PyTorch's
+// .pt files read as data only (t.save / t.load; architecture §8).
 export type { ProgressHook, WriteProgress, WrittenFile } from './atomic.ts';
 export {
   CheckpointError,
@@ -16,6 +17,8 @@ export {
   verifyCheckpoint,
 } from './load.ts';
 export type { Manifest, ManifestEntry } from './manifest.ts';
+export * as serialization from './pt/index.ts';
+export { load, type PtValue, SerializationError, type SerializationErrorCode, save } from './pt/index.ts';
 export * as safetensors from './safetensors-api.ts';
 export {
   type CheckpointState,

@@ -1,5 +1,8 @@
-// Pickle refusal. torch.save writes a pickle (legacy) or a zip holding a pickle; loading
-// either can run arbitrary code, so tsddp never does — it says so and how to convert.
+// Pickle refusal where safetensors or a checkpoint directory belongs. torch.save writes a
+// pickle (legacy) or a zip holding a pickle; unpickling either can run arbitrary code, so
+// the safetensors and checkpoint readers never do: they say so, and point to t.load
+// (pt/load.ts: the data inside a .pt file, read without running anything) or to a
+// one-time conversion.
 import { extname } from 'node:path';
 
 /** File extensions PyTorch users give pickled checkpoints. */
@@ -32,8 +35,10 @@ export function pickleMagic(prefix: Uint8Array): 'zip' | 'pickle' | null {
 /** The explanation given whenever a pickle is refused. */
 export function pickleRefusal(what: string): string {
   return (
-    `${what} looks like a PyTorch pickle (torch.save / .pt). tsddp never unpickles: loading a pickle can ` +
-    'run arbitrary code. Convert it once, in Python, from a source you trust: ' +
+    `${what} looks like a PyTorch pickle (torch.save / .pt), not safetensors. tsddp never unpickles: loading a pickle can ` +
+    'run arbitrary code. `await t.load(path)` reads the tensors, dicts, lists, numbers and strings inside it without ' +
+    'running anything (as torch.load(path, weights_only=True) does; any other Python object is refused). ' +
+    'Or convert it once, in Python, from a source you trust: ' +
     "`from safetensors.torch import save_file; save_file(torch.load(path, weights_only=True), 'model.safetensors')` " +
     '(for a training checkpoint, save the model state_dict that way and load it into the model).'
   );
