@@ -207,7 +207,7 @@ for (const w of [2, 3]) {
         assert.equal(b.allReduceUnknownOp?.name, 'TypeError');
         assert.match(
           b.allReduceUnknownOp?.message ?? '',
-          /op must be one of sum, avg, product, min, max, got 'mean'/,
+          /op must be one of sum, avg, product, min, max, band, bor, bxor \(the values of ReduceOp\), got 'mean'/,
         );
         assert.equal(b.reduceScatterUnknownOp?.name, 'TypeError');
         assert.match(b.reduceScatterUnknownOp?.message ?? '', /got 'avg2'/);

@@ -82,7 +82,7 @@ for (const model of ['LSTM', 'Transformer']) {
       '--lr',
       model === 'LSTM' ? '20' : '5',
       '--save',
-      join(tmp, `${model}.safetensors`),
+      join(tmp, `${model}.pt`),
     ]);
     const valid = numbers(out, /valid loss +(\S+)/g);
     const testLoss = numbers(out, /test loss +(\S+)/g);

@@ -365,6 +365,8 @@ Napi::Value ProcessGroupDestroy(const Napi::CallbackInfo& info) {
   });
 }
 
+// torch.distributed.ReduceOp by its value in src/distributed/process-group.ts (PREMUL_SUM,
+// which carries a factor, is not offered).
 c10d::ReduceOp reduceOpArg(const Napi::Value& v) {
   std::string s = strArg(v, "allReduce");
   if (s == "sum") return c10d::ReduceOp::SUM;
@@ -372,7 +374,11 @@ c10d::ReduceOp reduceOpArg(const Napi::Value& v) {
   if (s == "min") return c10d::ReduceOp::MIN;
   if (s == "max") return c10d::ReduceOp::MAX;
   if (s == "avg") return c10d::ReduceOp::AVG;
-  throw Napi::TypeError::New(v.Env(), "reduce op must be one of sum, avg, product, min, max; got '" + s + "'");
+  if (s == "band") return c10d::ReduceOp::BAND;
+  if (s == "bor") return c10d::ReduceOp::BOR;
+  if (s == "bxor") return c10d::ReduceOp::BXOR;
+  throw Napi::TypeError::New(v.Env(),
+                             "reduce op must be one of sum, avg, product, min, max, band, bor, bxor; got '" + s + "'");
 }
 
 // allReduce(pg, tensor, op, timeoutMs?) -> Promise<void>

@@ -19,7 +19,15 @@ export * from './ops.ts';
 export * as ops from './ops.ts';
 export * as profiler from './profiler.ts';
 export { defaultGenerator, Generator, manualSeed } from './random.ts';
-export { backends, buildInfo, CudaError, cuda, getNumThreads, setNumThreads } from './runtime.ts';
+export {
+  accelerator,
+  backends,
+  buildInfo,
+  CudaError,
+  cuda,
+  getNumThreads,
+  setNumThreads,
+} from './runtime.ts';
 export { keep, memory, Scope, scope, tidy, tidyAsync } from './scope.ts';
 export {
   type BackwardOptions,

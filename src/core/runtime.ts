@@ -1,4 +1,4 @@
-// Threads and build facts; torch.cuda is core/cuda.ts.
+// Threads and build facts; torch.cuda is core/cuda.ts, torch.accelerator core/accelerator.ts.
 import { type BuildInfo, native } from './native.ts';
 
 /** Size of libtorch's intra-op thread pool (set from OMP_NUM_THREADS at start). */
@@ -12,6 +12,7 @@ export function setNumThreads(n: number): void {
   native.setNumThreads(n);
 }
 
+export { accelerator } from './accelerator.ts';
 export { backends, CudaError, cuda } from './cuda.ts';
 
 export function buildInfo(): BuildInfo {

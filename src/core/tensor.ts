@@ -67,6 +67,14 @@ const TYPE_NAMES: Record<DType, string> = {
   bool: 'BoolTensor',
 };
 
+/**
+ * A Tensor's brand, for code that must not import this module (src/data: its worker
+ * threads do not load the addon) and checks `v[Symbol.for('tsddp.Tensor')] === true`:
+ * Symbol.for gives every copy of tsddp in a thread the same symbol, where instanceof
+ * misses a tensor made by another copy (a user's dataset module imports its own).
+ */
+export const TENSOR_BRAND: unique symbol = Symbol.for('tsddp.Tensor') as never;
+
 export class Tensor implements Handle {
   /** Native handle; -1 after dispose(). */
   h: number;
@@ -365,6 +373,10 @@ export class Tensor implements Handle {
   }
   [inspect.custom](): string {
     return this.toString();
+  }
+  // On the prototype (a getter), so a tensor carries no extra field.
+  get [TENSOR_BRAND](): true {
+    return true;
   }
 }
 

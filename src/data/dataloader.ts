@@ -1,6 +1,7 @@
 // DataLoader: batches from a dataset in sampler order, loaded in the main thread or by a
 // pool of worker threads, wrapped as tensors without copying (torch.utils.data.DataLoader).
 import * as t from '../core/index.ts';
+import { setTensorStack } from './collate.ts';
 import { DataLoaderError, DataLoaderWorkerError } from './errors.ts';
 import {
   type BatchTask,
@@ -20,10 +21,24 @@ import {
   isIterableDataset,
   isNdArray,
   isSampleArray,
+  isTensor,
   type ModuleRef,
   type Sample,
 } from './types.ts';
 import { WorkerPool } from './worker-pool.ts';
+
+/**
+ * The tensors defaultCollate stacked from Tensor samples: the batch's own, freed with it,
+ * unlike a Tensor a collate passes through (defaultConvert's: the dataset's).
+ */
+const stacked = new WeakSet<t.Tensor>();
+// The collate runs where samples are loaded and cannot import core (workers do not load
+// the addon); this module runs only where the addon is loaded, so it hands torch.stack in.
+setTensorStack((tensors) => {
+  const x = t.stack(tensors);
+  stacked.add(x);
+  return x;
+});
 
 export interface DataLoaderOptions {
   /**
@@ -459,12 +474,26 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   /**
    * Tensors over the batch's own buffers (no copy), in the caller's current scope, nested
    * as the batch is; string lists and (without automatic batching) numbers, booleans,
-   * bigints and strings stay as they are.
+   * bigints and strings stay as they are. Tensors (stacked from Tensor samples, or a
+   * collate's) stay as they are, pinned when CPU tensors; those stacked (and the pinned
+   * copies) are the batch's, freed when it is disposed.
    */
   private wrap(batch: Loaded): B {
     const pin = this.pinMemory && t.cuda.isAvailable();
     const tensors: t.Tensor[] = [];
     const convert = (v: unknown): unknown => {
+      if (isTensor(v)) {
+        const own = stacked.has(v);
+        // A CUDA tensor needs no pinning (PyTorch's pin_memory would refuse it).
+        if (!pin || v.device !== 'cpu') {
+          if (own) tensors.push(v);
+          return v;
+        }
+        const pinned = v.pinMemory();
+        if (own) v.dispose();
+        tensors.push(pinned);
+        return pinned;
+      }
       // A bare typed array (from a custom collate) is a 1-D array, as everywhere in samples.
       if (isNdArray(v) || isSampleArray(v)) {
         const a = isNdArray(v) ? v : { data: v, shape: [v.length], dtype: undefined };
@@ -484,7 +513,7 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
     };
     const out = convert(batch);
     // A lone tensor (a custom collate's) disposes itself already.
-    if (typeof out === 'object' && out !== null && !(out instanceof t.Tensor)) {
+    if (typeof out === 'object' && out !== null && !isTensor(out)) {
       Object.defineProperty(out, Symbol.dispose, {
         value: () => {
           for (const x of tensors) x.dispose();

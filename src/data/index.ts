@@ -4,14 +4,16 @@ export { type Converted, defaultCollate, defaultConvert } from './collate.ts';
 export { type Batch, type BatchOf, DataLoader, type DataLoaderOptions } from './dataloader.ts';
 export { ChainDataset, ConcatDataset, StackDataset, Subset, TensorDataset } from './dataset.ts';
 export { CIFAR10, CIFAR100, type CifarOptions } from './datasets/cifar.ts';
-export { downloadUrl, extractTarGz, md5File } from './datasets/download.ts';
+export { downloadUrl, extractTarGz, gunzipFile, md5File } from './datasets/download.ts';
 export { FakeData, type FakeDataOptions } from './datasets/fake.ts';
+export { type IdxDtype, IdxFile, type IdxHeader, parseIdxHeader, readIdx } from './datasets/idx.ts';
 export {
   decodeImage,
   IMG_EXTENSIONS,
   ImageFolder,
   type ImageFolderOptions,
 } from './datasets/image-folder.ts';
+export { FashionMNIST, KMNIST, MNIST, type MnistOptions } from './datasets/mnist.ts';
 export { SHAPES_CLASSES, SHAPES_MEAN, SHAPES_STD, Shapes, type ShapesOptions } from './datasets/shapes.ts';
 export {
   DataLoaderError,

@@ -2,11 +2,18 @@
 // (numWorkers = 0) so both give identical batches. Plain JS: workers load this.
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Converted, defaultCollate, defaultConvert } from './collate.ts';
+import {
+  type Converted,
+  defaultCollate,
+  defaultConvert,
+  findTensor,
+  tensorInWorkerMessage,
+} from './collate.ts';
 import { Rng } from './rng.ts';
 import {
   type ArrayBatch,
   type CollateFn,
+  DataError,
   type Dataset,
   type DatasetSpec,
   type IterableDataset,
@@ -53,7 +60,25 @@ export function sampleRng(baseSeed: bigint, epoch: number, index: number, positi
   return new Rng(baseSeed, epoch, index, position);
 }
 
-/** Loads and collates a batch; a throwing sample becomes a SampleFailure naming its index (and file). */
+/**
+ * In a worker thread, a sample holding a Tensor fails the batch, whatever skipBadSamples
+ * says (it is the dataset's code, not a bad file): it cannot reach the main thread.
+ */
+function tensorFailure(samples: Sample[], indices: number[]): SampleFailure | undefined {
+  for (let k = 0; k < samples.length; k++) {
+    const path = findTensor(samples[k]);
+    if (path === undefined) continue;
+    const where = path === '' ? 'the sample' : `field '${path}'`;
+    return describeFailure(new DataError(tensorInWorkerMessage(where)), indices[k] ?? -1);
+  }
+  return undefined;
+}
+
+/**
+ * Loads and collates a batch; a throwing sample becomes a SampleFailure naming its index
+ * (and file). `numWorkers > 0` means this runs in a worker thread (the main thread loads
+ * with 0), whose batch is posted to the main thread: Tensor samples are refused there.
+ */
 export async function loadBatch(
   dataset: Dataset,
   task: BatchTask,
@@ -122,6 +147,8 @@ export async function loadBatch(
       }
     }
   }
+  const refused = numWorkers > 0 ? tensorFailure(samples, task.indices) : undefined;
+  if (refused !== undefined) return { ok: false, failure: refused };
   try {
     return { ok: true, batch: collateSamples(samples, task.unbatched === true, collate), skipped };
   } catch (e) {
@@ -189,12 +216,14 @@ export class SampleStream {
 /**
  * Loads a stream task, as PyTorch's _IterableDatasetFetcher: up to batchSize samples, then
  * the collate; `end` when the stream yields nothing more (or less than a batch, with
- * dropLast). A sample that throws fails the batch (index -1: a stream has no index).
+ * dropLast). A sample that throws fails the batch (index -1: a stream has no index), as
+ * does a Tensor sample `inWorker` (a worker thread: see loadBatch).
  */
 export async function loadStreamBatch(
   stream: SampleStream,
   task: StreamTask,
   collate?: CollateFn,
+  inWorker = false,
 ): Promise<
   { ok: true; end: true } | { ok: true; end?: false; batch: Loaded } | { ok: false; failure: SampleFailure }
 > {
@@ -210,6 +239,8 @@ export async function loadStreamBatch(
     return { ok: false, failure: describeFailure(e, -1) };
   }
   if (samples.length === 0 || (task.dropLast && samples.length < want)) return { ok: true, end: true };
+  const refused = inWorker ? tensorFailure(samples, []) : undefined;
+  if (refused !== undefined) return { ok: false, failure: refused };
   try {
     return { ok: true, batch: collateSamples(samples, task.batchSize === null, collate) };
   } catch (e) {

@@ -3,6 +3,8 @@
 // core/dtype.ts is plain data (no addon), so workers may load it: its tables are the one source.
 
 import { type DType, dtypeOfTypedArray } from '../core/dtype.ts';
+// The type only (erased): core/tensor.ts loads the addon, which workers must not.
+import type { Tensor } from '../core/tensor.ts';
 import { TsddpError } from '../errors/index.ts';
 import type { Rng } from './rng.ts';
 
@@ -27,8 +29,12 @@ export interface NdArray<A extends SampleArray = SampleArray> {
   dtype?: 'bool';
 }
 
-/** One field of a sample. A bare typed array is a 1-D NdArray. */
-export type Field = number | boolean | bigint | string | SampleArray | NdArray;
+/**
+ * One field of a sample. A bare typed array is a 1-D NdArray. A Tensor is collated with
+ * torch.stack in the main thread (numWorkers 0); a dataset read in worker threads returns
+ * arrays instead, since a Tensor cannot leave the thread that made it.
+ */
+export type Field = number | boolean | bigint | string | SampleArray | NdArray | Tensor;
 
 /**
  * A sample: a record of fields (`{ image, label }`) or a tuple (`[image, label]`). Records
@@ -129,10 +135,11 @@ export interface DatasetSpec extends ModuleRef {
 }
 
 /**
- * A collated value: an NdArray (the DataLoader makes it a tensor), a list of strings, or
- * a record or tuple of collated values (nested samples).
+ * A collated value: an NdArray (the DataLoader makes it a tensor), a Tensor (a field of
+ * Tensors, stacked in the main thread), a list of strings, or a record or tuple of
+ * collated values (nested samples).
  */
-export type Collated = NdArray | string[] | { [key: string]: Collated } | Collated[];
+export type Collated = NdArray | Tensor | string[] | { [key: string]: Collated } | Collated[];
 
 /** A collated batch as workers send it: one NdArray (or string list) per field, nested as the samples. */
 export type ArrayBatch = { [key: string]: Collated } | Collated[];
@@ -158,6 +165,18 @@ export function isSampleArray(v: unknown): v is SampleArray {
     v instanceof Uint8Array ||
     v instanceof BigInt64Array
   );
+}
+
+// A Tensor is recognised by the brand core/tensor.ts puts on Tensor.prototype
+// (TENSOR_BRAND), looked up here with Symbol.for: importing core/tensor.ts would load the
+// addon in workers, instanceof misses a tensor made by another copy of tsddp (a user's
+// dataset module imports its own), and duck typing (`shape`, `dtype`) would take a
+// user's record with such fields for a tensor.
+const TENSOR_BRAND = Symbol.for('tsddp.Tensor');
+
+/** Whether `v` is a tsddp Tensor (of any copy of tsddp loaded in this thread). */
+export function isTensor(v: unknown): v is Tensor {
+  return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[TENSOR_BRAND] === true;
 }
 
 export function isNdArray(v: unknown): v is NdArray {

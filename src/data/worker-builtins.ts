@@ -8,6 +8,7 @@ import * as dataset from './dataset.ts';
 import * as cifar from './datasets/cifar.ts';
 import * as fake from './datasets/fake.ts';
 import * as imageFolder from './datasets/image-folder.ts';
+import * as mnist from './datasets/mnist.ts';
 import * as shapes from './datasets/shapes.ts';
 import { registerBuiltinModule } from './load.ts';
 import * as transforms from './transforms/transforms.ts';
@@ -18,6 +19,7 @@ const modules: [string, Record<string, unknown>][] = [
   ['./datasets/cifar.ts', cifar],
   ['./datasets/fake.ts', fake],
   ['./datasets/image-folder.ts', imageFolder],
+  ['./datasets/mnist.ts', mnist],
   ['./datasets/shapes.ts', shapes],
   ['./transforms/transforms.ts', transforms],
 ];

@@ -2,7 +2,7 @@
 // tasks arrive and transfers each collated batch's buffers to the main thread (no copy).
 // Plain JS only — the native addon is never loaded here.
 import { parentPort, workerData } from 'node:worker_threads';
-import { transferables } from './collate.ts';
+import { findTensor, tensorInWorkerMessage, transferables } from './collate.ts';
 import {
   type BatchTask,
   buildDataset,
@@ -92,7 +92,7 @@ async function loadFromStream(task: StreamTask): Promise<void> {
       return;
     }
   }
-  const r = await loadStreamBatch(stream.samples, task, collate);
+  const r = await loadStreamBatch(stream.samples, task, collate, true);
   if (!r.ok) port.postMessage({ type: 'failure', id: task.id, failure: r.failure } satisfies FromWorker);
   else if (r.end) port.postMessage({ type: 'end', id: task.id } satisfies FromWorker);
   else post(task.id, r.batch, [], task.batchSize === null, -1);
@@ -101,8 +101,17 @@ async function loadFromStream(task: StreamTask): Promise<void> {
 /**
  * Sends a batch, transferring its buffers. A converted sample (no automatic batching) may
  * hold the dataset's own arrays, which a transfer would detach here: those are copied.
+ * A Tensor (from a collate function that makes them: samples are checked before) fails
+ * the batch: structuredClone would send its handle number as if it were the data.
  */
 function post(id: number, batch: unknown, skipped: SampleFailure[], copy: boolean, index: number): void {
+  const tensor = findTensor(batch);
+  if (tensor !== undefined) {
+    const where = tensor === '' ? 'the collated batch' : `field '${tensor}' of the collated batch`;
+    const failure = { index, name: 'DataError', message: tensorInWorkerMessage(where) };
+    port.postMessage({ type: 'failure', id, failure } satisfies FromWorker);
+    return;
+  }
   try {
     port.postMessage(
       { type: 'batch', id, batch, skipped } satisfies FromWorker,

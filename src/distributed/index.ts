@@ -17,7 +17,7 @@ export {
   initProcessGroup,
   isInitialized,
   ProcessGroup,
-  type ReduceOp,
+  ReduceOp,
   reduceScatter,
   Work,
 } from './process-group.ts';

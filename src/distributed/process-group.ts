@@ -8,7 +8,25 @@ import { DistributedError } from './errors.ts';
 import { Store } from './store.ts';
 
 export type Backend = 'gloo' | 'nccl' | 'auto';
-export type ReduceOp = 'sum' | 'avg' | 'product' | 'min' | 'max';
+
+/**
+ * torch.distributed.ReduceOp: how a reduction combines the ranks' tensors. Each value is
+ * also accepted as its lowercase string (`'sum'`). BAND, BOR and BXOR take integer or
+ * bool tensors; on Gloo, AVG takes floating tensors (it sums, then divides by the world
+ * size: an integer tensor cannot hold the quotient), as PyTorch's Gloo does. PREMUL_SUM
+ * (NCCL's, with a factor) is not offered.
+ */
+export const ReduceOp = Object.freeze({
+  SUM: 'sum',
+  AVG: 'avg',
+  PRODUCT: 'product',
+  MIN: 'min',
+  MAX: 'max',
+  BAND: 'band',
+  BOR: 'bor',
+  BXOR: 'bxor',
+} as const);
+export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
 
 export interface InitOptions {
   backend?: Backend;
@@ -327,13 +345,49 @@ export interface CollectiveOptions {
   timeoutMs?: number;
 }
 
-const REDUCE_OPS = new Set<string>(['sum', 'avg', 'product', 'min', 'max']);
+const REDUCE_OPS = new Set<unknown>(Object.values(ReduceOp));
 
-/** Reduces `tensor` across ranks in place (default: sum). */
-export function allReduce(tensor: Tensor, op: ReduceOp = 'sum', opts: CollectiveOptions = {}): Work {
+/** Refuses an op that is not a ReduceOp (or its string), before any rank waits on it. */
+function checkOp(op: unknown, what: string): void {
+  if (REDUCE_OPS.has(op)) return;
+  const got = typeof op === 'string' ? `'${op}'` : String(op);
+  throw new TypeError(
+    `${what}(): op must be one of ${[...REDUCE_OPS].join(', ')} (the values of ReduceOp), got ${got}`,
+  );
+}
+
+/** c10's names of the integer and bool dtypes, as PyTorch's messages spell them. */
+const C10_INTEGRAL: Partial<Record<string, string>> = {
+  uint8: 'Byte',
+  int8: 'Char',
+  int16: 'Short',
+  int32: 'Int',
+  int64: 'Long',
+  bool: 'Bool',
+};
+
+/**
+ * Refuses AVG of an integer or bool tensor on Gloo before it runs. PyTorch's Gloo fails
+ * the same way, but only inside the collective (it sums, then divides by the world size
+ * in place), and that failed work can still be pending when the next collective of the
+ * group waits on its predecessors, which then fails too. Refused up front, nothing
+ * reaches the group; the message carries PyTorch's words (docs/reliability.md R46).
+ */
+function checkAvg(op: ReduceOp, tensor: Tensor, pg: ProcessGroup, what: string): void {
+  if (op !== ReduceOp.AVG || (pg.backend !== 'gloo' && tensor.isCuda)) return;
+  const c10 = C10_INTEGRAL[tensor.dtype];
+  if (c10 === undefined) return;
+  throw new TypeError(
+    `${what}(): ReduceOp.AVG on Gloo needs a floating-point tensor, got ${tensor.dtype} ` +
+      `(result type Float can't be cast to the desired output type ${c10})`,
+  );
+}
+
+/** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
+export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: CollectiveOptions = {}): Work {
   const pg = group(opts.group);
-  if (!REDUCE_OPS.has(op))
-    throw new TypeError(`allReduce(): op must be one of ${[...REDUCE_OPS].join(', ')}, got '${op}'`);
+  checkOp(op, 'allReduce');
+  checkAvg(op, tensor, pg, 'allReduce');
   return new Work(native.allReduce(pg.h, tensor.h, op, opts.timeoutMs), 'allReduce', pg.rank);
 }
 
@@ -368,7 +422,7 @@ export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOpti
 export function reduceScatter(
   output: Tensor,
   inputs: Tensor[],
-  op: ReduceOp = 'sum',
+  op: ReduceOp = ReduceOp.SUM,
   opts: CollectiveOptions = {},
 ): Work {
   const pg = group(opts.group);
@@ -377,8 +431,8 @@ export function reduceScatter(
       `reduceScatter(): expected ${pg.size} input tensors (one per rank), got ${inputs.length}`,
     );
   }
-  if (!REDUCE_OPS.has(op))
-    throw new TypeError(`reduceScatter(): op must be one of ${[...REDUCE_OPS].join(', ')}, got '${op}'`);
+  checkOp(op, 'reduceScatter');
+  checkAvg(op, output, pg, 'reduceScatter');
   return new Work(
     native.reduceScatter(
       pg.h,

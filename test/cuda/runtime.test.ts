@@ -1,6 +1,6 @@
 // torch.cuda's calls on a GPU (run by scripts/gpu-check.sh; CI has no GPU and runs
 // test/cuda-cpu.test.ts instead): device, synchronize, allocator statistics, events,
-// pinned memory and the non-blocking copy, cuDNN's autotuner.
+// pinned memory and the non-blocking copy, cuDNN's autotuner, torch.accelerator over them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as t from '../../src/index.ts';
@@ -12,6 +12,21 @@ test('CUDA is available and the addon has its CUDA part', () => {
   t.cuda.setDevice(0);
   assert.equal(t.cuda.currentDevice(), 0);
   assert.throws(() => t.cuda.setDevice(t.cuda.deviceCount()), RangeError);
+});
+
+test('torch.accelerator is CUDA, through torch.cuda', () => {
+  assert.equal(t.accelerator.isAvailable(), true);
+  assert.equal(t.accelerator.currentAccelerator(), 'cuda');
+  assert.equal(t.accelerator.currentAccelerator(true), 'cuda');
+  assert.equal(t.accelerator.deviceCount(), t.cuda.deviceCount());
+  t.accelerator.setDeviceIndex(0);
+  assert.equal(t.accelerator.currentDeviceIndex(), 0);
+  t.accelerator.setDeviceIndex('cuda:0');
+  assert.equal(t.cuda.currentDevice(), 0);
+  t.accelerator.synchronize();
+  t.accelerator.synchronize('cuda:0');
+  assert.throws(() => t.accelerator.setDeviceIndex(t.cuda.deviceCount()), RangeError);
+  assert.throws(() => t.accelerator.setDeviceIndex('cpu'), /cpu doesn't match the current accelerator cuda/);
 });
 
 test('ops run on the GPU and agree with the CPU', () => {

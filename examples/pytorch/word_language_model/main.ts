@@ -26,7 +26,7 @@ const { values: a } = parseArgs({
     tied: { type: 'boolean', default: false },
     seed: { type: 'string', default: '1111' },
     'log-interval': { type: 'string', default: '200' },
-    save: { type: 'string', default: 'model.safetensors' },
+    save: { type: 'string', default: 'model.pt' },
     nhead: { type: 'string', default: '2' },
     'dry-run': { type: 'boolean', default: false },
   },
@@ -178,7 +178,7 @@ for (let epoch = 1; epoch <= args.epochs; epoch++) {
   console.log('-'.repeat(89));
   // Save the model if the validation loss is the best we've seen so far.
   if (bestValLoss === null || valLoss < bestValLoss) {
-    await t.safetensors.saveFile(model.stateDict(), args.save as string);
+    await t.save(model.stateDict(), args.save as string);
     bestValLoss = valLoss;
   } else {
     // Anneal the learning rate if no improvement has been seen in the validation dataset.
@@ -187,7 +187,7 @@ for (let epoch = 1; epoch <= args.epochs; epoch++) {
 }
 
 // Load the best saved model.
-model.loadStateDict(await t.safetensors.loadFile(args.save as string));
+model.loadStateDict(await t.load<Record<string, t.Tensor>>(args.save as string));
 // Run on test data.
 const testLoss = evaluate(testData);
 console.log('='.repeat(89));

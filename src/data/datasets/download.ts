@@ -1,4 +1,4 @@
-// Downloading dataset archives with an MD5 check, and extracting .tar.gz files — with
+// Downloading dataset archives with an MD5 check, and extracting .tar.gz and .gz files — with
 // nothing but Node: fetch, crypto, zlib and a small ustar reader. A file is only ever
 // visible under its final name once it is complete and verified.
 import { createHash } from 'node:crypto';
@@ -284,4 +284,20 @@ export async function extractTarGz(archive: string, dest: string): Promise<strin
     throw new DataError(`cannot extract ${archive}: the archive is truncated`, archive);
   }
   return tar.written;
+}
+
+/**
+ * Decompresses a single-file `.gz` (MNIST's idx files) to `path`, via a temporary name
+ * renamed when complete, so a truncated archive leaves nothing under `path`.
+ */
+export async function gunzipFile(archive: string, path: string): Promise<void> {
+  mkdirSync(dirname(path), { recursive: true });
+  const part = tempPathFor(path);
+  try {
+    await pipeline(createReadStream(archive), createGunzip(), createWriteStream(part, { fd: openNew(part) }));
+  } catch (e) {
+    rmSync(part, { force: true });
+    throw new DataError(`cannot extract ${archive}: ${(e as Error).message}`, archive, { cause: e });
+  }
+  renameSync(part, path);
 }

@@ -1,15 +1,33 @@
 // ChainedScheduler: steps several schedulers of one optimizer together, each applying
 // its change to the lr the previous one left (e.g. ConstantLR warm-up times
 // ExponentialLR decay), as PyTorch's. Like PyTorch's, it does not step at
-// construction and its state is its last lrs and the children's states.
+// construction and its state is its last lrs and the children's states. Arguments are
+// read as args.ts says (the optimizer, optional, comes second, as in PyTorch).
 import type { Optimizer } from '../optimizer.ts';
+import { schedulerArgs } from './args.ts';
 import { LRScheduler, type SchedulerStateDict } from './base.ts';
+
+const CHAINED_SCHEDULER = [
+  ['schedulers', 'schedulers'],
+  ['optimizer', 'optimizer'],
+] as const;
+
 import { ReduceLROnPlateau } from './reduce-lr-on-plateau.ts';
 
 export class ChainedScheduler extends LRScheduler {
   _schedulers: LRScheduler[];
 
-  constructor(schedulers: LRScheduler[], optimizer?: Optimizer) {
+  /** `new ChainedScheduler({ schedulers, optimizer })`, or PyTorch's `(schedulers, optimizer)`. */
+  constructor(options: { schedulers: LRScheduler[]; optimizer?: Optimizer });
+  constructor(schedulers: LRScheduler[], optimizer?: Optimizer);
+  constructor(...args: unknown[]) {
+    const { schedulers, optimizer } = schedulerArgs<{ schedulers: LRScheduler[]; optimizer?: Optimizer }>(
+      'ChainedScheduler',
+      CHAINED_SCHEDULER,
+      1,
+      args,
+      false,
+    );
     if (!Array.isArray(schedulers) || schedulers.length < 1) {
       throw new RangeError(
         'ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.',

@@ -1,21 +1,40 @@
 // ConstantLR: the lr times `factor` until totalIters steps, then the lr itself, as
-// PyTorch's (a short warm-up at a constant fraction).
+// PyTorch's (a short warm-up at a constant fraction). Arguments are read as args.ts says.
 import type { Optimizer } from '../optimizer.ts';
+import { schedulerArgs, type TorchSpelled } from './args.ts';
 import { currentLrs, LRScheduler } from './base.ts';
 
-export interface ConstantLROptions {
-  /** Factor until totalIters (default 1/3), in [0, 1]. */
-  factor?: number;
-  /** Steps at the reduced lr (default 5). */
-  totalIters?: number;
-  lastEpoch?: number;
-}
+const CONSTANT_LR = [
+  ['factor', 'factor'],
+  ['totalIters', 'total_iters'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+export type ConstantLROptions = TorchSpelled<
+  {
+    /** Factor until totalIters (default 1/3), in [0, 1]. */
+    factor?: number;
+    /** Steps at the reduced lr (default 5). */
+    totalIters?: number;
+    lastEpoch?: number;
+  },
+  typeof CONSTANT_LR
+>;
 
 export class ConstantLR extends LRScheduler {
   factor: number;
   totalIters: number;
 
-  constructor(optimizer: Optimizer, opts: ConstantLROptions = {}) {
+  /** `new ConstantLR(opt, { factor, totalIters })`, or PyTorch's `(opt, factor, total_iters, last_epoch)`. */
+  constructor(optimizer: Optimizer, options?: ConstantLROptions);
+  constructor(optimizer: Optimizer, factor?: number, totalIters?: number, lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const opts = schedulerArgs<{ factor?: number; totalIters?: number; lastEpoch?: number }>(
+      'ConstantLR',
+      CONSTANT_LR,
+      0,
+      args,
+    );
     super(optimizer, opts.lastEpoch ?? -1);
     const factor = opts.factor ?? 1.0 / 3;
     if (!(factor >= 0 && factor <= 1.0)) {

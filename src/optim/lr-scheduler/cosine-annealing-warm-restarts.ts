@@ -2,18 +2,29 @@
 // the base lr to etaMin over t0 steps, then restarts, each period tMult times longer.
 // step() advances one step; step(epoch) jumps to a (possibly fractional) epoch, as in
 // `scheduler.step(epoch + i / itersPerEpoch)`. Like PyTorch's, its step() does not
-// count _stepCount.
+// count _stepCount. Arguments are read as args.ts says.
 import { cCos, cLog } from '../c-math.ts';
 import type { Optimizer } from '../optimizer.ts';
+import { type RequiredOption, schedulerArgs, type TorchSpelled } from './args.ts';
 import { LRScheduler } from './base.ts';
 
-export interface CosineAnnealingWarmRestartsOptions {
-  /** Each restart's period is tMult times the last (an integer >= 1, default 1). PyTorch: T_mult. */
-  tMult?: number;
-  /** Minimum learning rate (default 0). PyTorch: eta_min. */
-  etaMin?: number;
-  lastEpoch?: number;
-}
+const WARM_RESTARTS = [
+  ['t0', 'T_0'],
+  ['tMult', 'T_mult'],
+  ['etaMin', 'eta_min'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+export type CosineAnnealingWarmRestartsOptions = TorchSpelled<
+  {
+    /** Each restart's period is tMult times the last (an integer >= 1, default 1). PyTorch: T_mult. */
+    tMult?: number;
+    /** Minimum learning rate (default 0). PyTorch: eta_min. */
+    etaMin?: number;
+    lastEpoch?: number;
+  },
+  typeof WARM_RESTARTS
+>;
 
 export class CosineAnnealingWarmRestarts extends LRScheduler {
   /** Steps until the first restart. PyTorch: T_0. */
@@ -25,7 +36,20 @@ export class CosineAnnealingWarmRestarts extends LRScheduler {
   /** Steps (or epochs, possibly fractional) since the last restart. PyTorch: T_cur. */
   tCur: number;
 
-  constructor(optimizer: Optimizer, t0: number, opts: CosineAnnealingWarmRestartsOptions = {}) {
+  /** `new CosineAnnealingWarmRestarts(opt, { t0, tMult, etaMin })` (or `T_0`, `T_mult`, `eta_min`), or PyTorch's positional arguments. */
+  constructor(
+    optimizer: Optimizer,
+    options: CosineAnnealingWarmRestartsOptions & RequiredOption<'t0', 'T_0', number>,
+  );
+  constructor(optimizer: Optimizer, t0: number, options?: CosineAnnealingWarmRestartsOptions);
+  constructor(optimizer: Optimizer, t0: number, tMult?: number, etaMin?: number, lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { t0, ...opts } = schedulerArgs<{
+      t0: number;
+      tMult?: number;
+      etaMin?: number;
+      lastEpoch?: number;
+    }>('CosineAnnealingWarmRestarts', WARM_RESTARTS, 1, args);
     const lastEpoch = opts.lastEpoch ?? -1;
     super(optimizer, lastEpoch);
     const tMult = opts.tMult ?? 1;

@@ -3,14 +3,39 @@
 // cycle ('triangular': constant, 'triangular2': halved each cycle) or per step
 // ('exp_range': gamma ** step), or by a scaleFn of your own; the momentum (or Adam's
 // beta1) cycles the opposite way. It sets each group's lr to baseLr and adds
-// maxMomentum and baseMomentum to the groups, as PyTorch does.
+// maxMomentum and baseMomentum to the groups, as PyTorch does. Arguments are read as
+// args.ts says.
 import { cPow } from '../c-math.ts';
 import type { Optimizer, ParamGroup } from '../optimizer.ts';
+import { type RequiredOption, schedulerArgs, type TorchSpelled } from './args.ts';
 import { LRScheduler, type SchedulerStateDict } from './base.ts';
 
 export type CyclicLRMode = 'triangular' | 'triangular2' | 'exp_range';
 
-export interface CyclicLROptions {
+const CYCLIC_LR = [
+  ['baseLr', 'base_lr'],
+  ['maxLr', 'max_lr'],
+  ['stepSizeUp', 'step_size_up'],
+  ['stepSizeDown', 'step_size_down'],
+  ['mode', 'mode'],
+  ['gamma', 'gamma'],
+  ['scaleFn', 'scale_fn'],
+  ['scaleMode', 'scale_mode'],
+  ['cycleMomentum', 'cycle_momentum'],
+  ['baseMomentum', 'base_momentum'],
+  ['maxMomentum', 'max_momentum'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+export type CyclicLROptions = TorchSpelled<CyclicOptions, typeof CYCLIC_LR>;
+
+/** The options object of `new CyclicLR(opt, { baseLr, maxLr, ... })`. */
+export type CyclicLRAllOptions = CyclicLROptions &
+  RequiredOption<'baseLr', 'base_lr', number | number[]> &
+  RequiredOption<'maxLr', 'max_lr', number | number[]>;
+
+/** CyclicLR's optional options under tsddp's names. */
+export interface CyclicOptions {
   /** Steps in the increasing half of a cycle (default 2000). */
   stepSizeUp?: number;
   /** Steps in the decreasing half (default stepSizeUp). */
@@ -45,12 +70,33 @@ export class CyclicLR extends LRScheduler {
   /** The user's scaleFn: code, not state (the state dict holds null, as PyTorch for a function). */
   private readonly scaleFnCustom: ((x: number) => number) | null;
 
+  /** `new CyclicLR(opt, { baseLr, maxLr, ... })`, or PyTorch's positional arguments. */
+  constructor(optimizer: Optimizer, options: CyclicLRAllOptions);
   constructor(
     optimizer: Optimizer,
     baseLr: number | number[],
     maxLr: number | number[],
-    opts: CyclicLROptions = {},
-  ) {
+    options?: CyclicLROptions,
+  );
+  constructor(
+    optimizer: Optimizer,
+    baseLr: number | number[],
+    maxLr: number | number[],
+    stepSizeUp?: number,
+    stepSizeDown?: number,
+    mode?: CyclicLRMode,
+    gamma?: number,
+    scaleFn?: ((x: number) => number) | null,
+    scaleMode?: 'cycle' | 'iterations',
+    cycleMomentum?: boolean,
+    baseMomentum?: number | number[],
+    maxMomentum?: number | number[],
+    lastEpoch?: number,
+  );
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { baseLr, maxLr, ...opts } = schedulerArgs<
+      CyclicOptions & { baseLr: number | number[]; maxLr: number | number[] }
+    >('CyclicLR', CYCLIC_LR, 2, args);
     const lastEpoch = opts.lastEpoch ?? -1;
     const groups = optimizer.paramGroups;
     const baseLrs = perGroup('baseLr', groups, baseLr);

@@ -3,8 +3,24 @@
 // for all param groups or one per group. The functions are code, not state: the state
 // dict holds null for each (PyTorch saves only a callable object's attributes, which a
 // JS function does not have), and loading keeps the scheduler's own functions.
+// Arguments are read as args.ts says.
 import type { Optimizer } from '../optimizer.ts';
+import { type LastEpochOption, type RequiredOption, schedulerArgs } from './args.ts';
 import { currentLrs, LRScheduler, type SchedulerStateDict } from './base.ts';
+
+const LAMBDA_LR = [
+  ['lrLambda', 'lr_lambda'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+/** LambdaLR's and MultiplicativeLR's options object: `lrLambda` (PyTorch: lr_lambda), `lastEpoch`. */
+export type LambdaLROptions = LastEpochOption &
+  RequiredOption<'lrLambda', 'lr_lambda', LrLambda | LrLambda[]>;
+
+/** The arguments of either scheduler, whichever form they came in. */
+function lambdaArgs(name: string, args: unknown[]): { lrLambda: LrLambda | LrLambda[]; lastEpoch?: number } {
+  return schedulerArgs(name, LAMBDA_LR, 1, args);
+}
 
 /** A function of the epoch (the step count), giving a factor. */
 export type LrLambda = (epoch: number) => number;
@@ -23,8 +39,13 @@ function lambdasFor(name: string, optimizer: Optimizer, lrLambda: LrLambda | LrL
 export class LambdaLR extends LRScheduler {
   lrLambdas: LrLambda[];
 
-  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], opts: { lastEpoch?: number } = {}) {
-    super(optimizer, opts.lastEpoch ?? -1);
+  /** `new LambdaLR(opt, { lrLambda })`, or PyTorch's `(opt, lr_lambda, last_epoch)`. */
+  constructor(optimizer: Optimizer, options: LambdaLROptions);
+  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], options?: LastEpochOption);
+  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { lrLambda, lastEpoch } = lambdaArgs('LambdaLR', args);
+    super(optimizer, lastEpoch ?? -1);
     this.lrLambdas = lambdasFor('LambdaLR', optimizer, lrLambda);
     this.initialStep();
   }
@@ -41,8 +62,13 @@ export class LambdaLR extends LRScheduler {
 export class MultiplicativeLR extends LRScheduler {
   lrLambdas: LrLambda[];
 
-  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], opts: { lastEpoch?: number } = {}) {
-    super(optimizer, opts.lastEpoch ?? -1);
+  /** `new MultiplicativeLR(opt, { lrLambda })`, or PyTorch's `(opt, lr_lambda, last_epoch)`. */
+  constructor(optimizer: Optimizer, options: LambdaLROptions);
+  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], options?: LastEpochOption);
+  constructor(optimizer: Optimizer, lrLambda: LrLambda | LrLambda[], lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { lrLambda, lastEpoch } = lambdaArgs('MultiplicativeLR', args);
+    super(optimizer, lastEpoch ?? -1);
     this.lrLambdas = lambdasFor('MultiplicativeLR', optimizer, lrLambda);
     this.initialStep();
   }

@@ -4,12 +4,32 @@
 // Adam's beta1) cycles the opposite way. It adds initialLr, maxLr, minLr,
 // maxMomentum and baseMomentum to each param group, as PyTorch does. Its phases are
 // state (PyTorch's _schedule_phases): a loaded state dict's phases and totalSteps win
-// over the constructor's.
+// over the constructor's. Arguments are read as args.ts says.
 import { cCos } from '../c-math.ts';
 import type { Optimizer, ParamGroup } from '../optimizer.ts';
+import { type RequiredOption, schedulerArgs, type TorchSpelled } from './args.ts';
 import { LRScheduler, type SchedulerStateDict } from './base.ts';
 
-export interface OneCycleLROptions {
+const ONE_CYCLE_LR = [
+  ['maxLr', 'max_lr'],
+  ['totalSteps', 'total_steps'],
+  ['epochs', 'epochs'],
+  ['stepsPerEpoch', 'steps_per_epoch'],
+  ['pctStart', 'pct_start'],
+  ['annealStrategy', 'anneal_strategy'],
+  ['cycleMomentum', 'cycle_momentum'],
+  ['baseMomentum', 'base_momentum'],
+  ['maxMomentum', 'max_momentum'],
+  ['divFactor', 'div_factor'],
+  ['finalDivFactor', 'final_div_factor'],
+  ['threePhase', 'three_phase'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+export type OneCycleLROptions = TorchSpelled<OneCycleOptions, typeof ONE_CYCLE_LR>;
+
+/** OneCycleLR's optional options under tsddp's names. */
+export interface OneCycleOptions {
   /** Total number of steps; or give epochs and stepsPerEpoch. */
   totalSteps?: number;
   epochs?: number;
@@ -49,7 +69,35 @@ export class OneCycleLR extends LRScheduler {
   /** The phases; part of the state, so a loaded state's phases win over the constructor's (as in PyTorch). */
   _schedulePhases: OneCyclePhase[];
 
-  constructor(optimizer: Optimizer, maxLr: number | number[], opts: OneCycleLROptions = {}) {
+  /** `new OneCycleLR(opt, { maxLr, totalSteps, ... })`, or PyTorch's positional arguments. */
+  constructor(
+    optimizer: Optimizer,
+    options: OneCycleLROptions & RequiredOption<'maxLr', 'max_lr', number | number[]>,
+  );
+  constructor(optimizer: Optimizer, maxLr: number | number[], options?: OneCycleLROptions);
+  constructor(
+    optimizer: Optimizer,
+    maxLr: number | number[],
+    totalSteps?: number,
+    epochs?: number,
+    stepsPerEpoch?: number,
+    pctStart?: number,
+    annealStrategy?: 'cos' | 'linear',
+    cycleMomentum?: boolean,
+    baseMomentum?: number | number[],
+    maxMomentum?: number | number[],
+    divFactor?: number,
+    finalDivFactor?: number,
+    threePhase?: boolean,
+    lastEpoch?: number,
+  );
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { maxLr, ...opts } = schedulerArgs<OneCycleOptions & { maxLr: number | number[] }>(
+      'OneCycleLR',
+      ONE_CYCLE_LR,
+      1,
+      args,
+    );
     super(optimizer, opts.lastEpoch ?? -1);
     const lastEpoch = opts.lastEpoch ?? -1;
     if (opts.totalSteps !== undefined) {

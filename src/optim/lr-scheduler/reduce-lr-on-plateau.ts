@@ -2,11 +2,27 @@
 // has not improved (by `threshold`, relative or absolute) for more than `patience`
 // steps, every group's lr is multiplied by `factor` (not below its minLr), then
 // `cooldown` steps pass before bad steps count again. Like PyTorch's, it neither sets
-// initialLr nor steps at construction, and its state holds no baseLrs.
+// initialLr nor steps at construction, and its state holds no baseLrs. Arguments are
+// read as args.ts says.
 import type { Optimizer } from '../optimizer.ts';
+import { schedulerArgs, type TorchSpelled } from './args.ts';
 import { LRScheduler, type SchedulerStateDict } from './base.ts';
 
-export interface ReduceLROnPlateauOptions {
+const REDUCE_LR_ON_PLATEAU = [
+  ['mode', 'mode'],
+  ['factor', 'factor'],
+  ['patience', 'patience'],
+  ['threshold', 'threshold'],
+  ['thresholdMode', 'threshold_mode'],
+  ['cooldown', 'cooldown'],
+  ['minLr', 'min_lr'],
+  ['eps', 'eps'],
+] as const;
+
+export type ReduceLROnPlateauOptions = TorchSpelled<PlateauOptions, typeof REDUCE_LR_ON_PLATEAU>;
+
+/** ReduceLROnPlateau's options under tsddp's names. */
+export interface PlateauOptions {
   /** 'min' (default): lower is better; 'max': higher is better. */
   mode?: 'min' | 'max';
   /** Factor the lr is multiplied by (default 0.1), < 1. */
@@ -42,7 +58,21 @@ export class ReduceLROnPlateau extends LRScheduler {
   cooldownCounter = 0;
   numBadEpochs = 0;
 
-  constructor(optimizer: Optimizer, opts: ReduceLROnPlateauOptions = {}) {
+  /** `new ReduceLROnPlateau(opt, { mode, factor, patience, ... })`, or PyTorch's positional arguments. */
+  constructor(optimizer: Optimizer, options?: ReduceLROnPlateauOptions);
+  constructor(
+    optimizer: Optimizer,
+    mode?: 'min' | 'max',
+    factor?: number,
+    patience?: number,
+    threshold?: number,
+    thresholdMode?: 'rel' | 'abs',
+    cooldown?: number,
+    minLr?: number | number[],
+    eps?: number,
+  );
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const opts = schedulerArgs<PlateauOptions>('ReduceLROnPlateau', REDUCE_LR_ON_PLATEAU, 0, args);
     super(optimizer, 0, true);
     const factor = opts.factor ?? 0.1;
     if (!(factor < 1.0)) throw new RangeError('ReduceLROnPlateau: factor should be < 1.0.');

@@ -1,19 +1,39 @@
 // SequentialLR: runs `schedulers` one after another, switching at `milestones`, as
 // PyTorch's. At a milestone the next scheduler restarts at its epoch 0 (its closed
-// form), and each child keeps its own step count and state.
+// form), and each child keeps its own step count and state. Arguments are read as
+// args.ts says.
 import type { Optimizer } from '../optimizer.ts';
+import { type LastEpochOption, schedulerArgs } from './args.ts';
 import { bisectRight, LRScheduler, type SchedulerStateDict } from './base.ts';
+
+const SEQUENTIAL_LR = [
+  ['schedulers', 'schedulers'],
+  ['milestones', 'milestones'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
 
 export class SequentialLR extends LRScheduler {
   _schedulers: LRScheduler[];
   _milestones: number[];
 
+  /** `new SequentialLR(opt, { schedulers, milestones })`, or PyTorch's `(opt, schedulers, milestones, last_epoch)`. */
+  constructor(
+    optimizer: Optimizer,
+    options: LastEpochOption & { schedulers: LRScheduler[]; milestones: number[] },
+  );
   constructor(
     optimizer: Optimizer,
     schedulers: LRScheduler[],
     milestones: number[],
-    opts: { lastEpoch?: number } = {},
-  ) {
+    options?: LastEpochOption,
+  );
+  constructor(optimizer: Optimizer, schedulers: LRScheduler[], milestones: number[], lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { schedulers, milestones, ...opts } = schedulerArgs<{
+      schedulers: LRScheduler[];
+      milestones: number[];
+      lastEpoch?: number;
+    }>('SequentialLR', SEQUENTIAL_LR, 2, args);
     super(optimizer, opts.lastEpoch ?? -1);
     if (schedulers.length < 1) {
       throw new RangeError('SequentialLR expects at least one scheduler, but got no scheduler.');

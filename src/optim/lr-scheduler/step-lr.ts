@@ -1,21 +1,48 @@
 // StepLR and MultiStepLR: multiply the lr by gamma every stepSize steps, or at each
 // milestone (a milestone listed twice multiplies by gamma twice), as PyTorch's.
-// Powers are Python's (cPow), so the lrs are PyTorch's bit for bit.
+// Powers are Python's (cPow), so the lrs are PyTorch's bit for bit. Arguments are read
+// as args.ts says.
 import { cPow } from '../c-math.ts';
 import type { Optimizer } from '../optimizer.ts';
+import { type RequiredOption, schedulerArgs, type TorchSpelled } from './args.ts';
 import { bisectRight, currentLrs, LRScheduler } from './base.ts';
 
-export interface StepLROptions {
-  /** Multiplicative factor (default 0.1). */
-  gamma?: number;
-  lastEpoch?: number;
-}
+const STEP_LR = [
+  ['stepSize', 'step_size'],
+  ['gamma', 'gamma'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+const MULTI_STEP_LR = [
+  ['milestones', 'milestones'],
+  ['gamma', 'gamma'],
+  ['lastEpoch', 'last_epoch'],
+] as const;
+
+/** StepLR's and MultiStepLR's optional options. */
+export type StepLROptions = TorchSpelled<
+  {
+    /** Multiplicative factor (default 0.1). */
+    gamma?: number;
+    lastEpoch?: number;
+  },
+  typeof STEP_LR
+>;
 
 export class StepLR extends LRScheduler {
   stepSize: number;
   gamma: number;
 
-  constructor(optimizer: Optimizer, stepSize: number, opts: StepLROptions = {}) {
+  /** `new StepLR(opt, { stepSize, gamma })`, or PyTorch's `(opt, step_size, gamma, last_epoch)`. */
+  constructor(optimizer: Optimizer, options: StepLROptions & RequiredOption<'stepSize', 'step_size', number>);
+  constructor(optimizer: Optimizer, stepSize: number, options?: StepLROptions);
+  constructor(optimizer: Optimizer, stepSize: number, gamma?: number, lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { stepSize, ...opts } = schedulerArgs<{ stepSize: number; gamma?: number; lastEpoch?: number }>(
+      'StepLR',
+      STEP_LR,
+      1,
+      args,
+    );
     super(optimizer, opts.lastEpoch ?? -1);
     if (!Number.isInteger(stepSize) || stepSize <= 0) {
       throw new RangeError(`StepLR: stepSize must be a positive integer, got ${stepSize}`);
@@ -44,8 +71,18 @@ export class MultiStepLR extends LRScheduler {
   milestones: Record<string, number>;
   gamma: number;
 
-  constructor(optimizer: Optimizer, milestones: number[], opts: StepLROptions = {}) {
+  /** `new MultiStepLR(opt, { milestones, gamma })`, or PyTorch's `(opt, milestones, gamma, last_epoch)`. */
+  constructor(optimizer: Optimizer, options: StepLROptions & { milestones: number[] });
+  constructor(optimizer: Optimizer, milestones: number[], options?: StepLROptions);
+  constructor(optimizer: Optimizer, milestones: number[], gamma?: number, lastEpoch?: number);
+  constructor(optimizer: Optimizer, ...args: unknown[]) {
+    const { milestones, ...opts } = schedulerArgs<{
+      milestones: number[];
+      gamma?: number;
+      lastEpoch?: number;
+    }>('MultiStepLR', MULTI_STEP_LR, 1, args);
     super(optimizer, opts.lastEpoch ?? -1);
+
     this.milestones = {};
     for (const m of milestones) {
       if (!Number.isInteger(m)) throw new RangeError(`MultiStepLR: milestones must be integers, got ${m}`);
