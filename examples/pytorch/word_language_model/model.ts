@@ -74,6 +74,7 @@ export class RNNModel extends nn.Module {
 /** Inject information about the position of the tokens: sines and cosines of different frequencies. */
 export class PositionalEncoding extends nn.Module {
   dropout: t.nn.Dropout;
+  pe: t.Tensor;
 
   constructor(dModel: number, dropout = 0.1, maxLen = 5000) {
     super();
@@ -88,12 +89,11 @@ export class PositionalEncoding extends nn.Module {
     );
     pe.slice(1, 0, null, 2).copy_(t.sin(position.mul(divTerm)));
     pe.slice(1, 1, null, 2).copy_(t.cos(position.mul(divTerm)));
-    this.registerBuffer('pe', pe.unsqueeze(0).transpose(0, 1));
+    this.pe = this.registerBuffer('pe', pe.unsqueeze(0).transpose(0, 1));
   }
 
   override forward(x: t.Tensor): t.Tensor {
-    const pe = this._buffers.get('pe') as t.Tensor;
-    return this.dropout.forward(x.add(pe.slice(0, 0, x.size(0))));
+    return this.dropout.forward(x.add(this.pe.slice(0, 0, x.size(0))));
   }
 }
 
