@@ -280,6 +280,11 @@ test('a worker takes the plan its launcher gave (TSDDP_TRAIN_PLAN), and refuses 
   );
   assert.match(
     problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify({ ...plan, version: 0 }) }))[0],
-    /holds no run plan of this tsddp \(version 1\)/,
+    /holds no run plan of this tsddp \(version 1, got 0\)/,
+  );
+  const { ddp: _ddp, io: _io, ...partial } = plan;
+  assert.match(
+    problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify(partial) }))[0],
+    /TSDDP_TRAIN_PLAN is not a whole run plan: no ddp, io/,
   );
 });

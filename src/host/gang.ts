@@ -1,4 +1,5 @@
-// Child processes for the benchmarks and the multi-process tests, in three layers:
+// Child processes for the benchmarks, --tune's bucket trial (src/train/tune-buckets.ts) and
+// the multi-process tests, in three layers:
 //   - spawnRanks: a gang of processes, one per rank, with the env:// rendezvous variables
 //     (RANK, WORLD_SIZE, MASTER_* ...) on a loopback port; every child this module
 //     starts is killed when this process exits. test/helpers/multiproc.ts and
@@ -7,8 +8,8 @@
 //     object per answer on its stdout: a bench/ script's long-lived Python side
 //     (bench/reference/*.py --serve), and each rank of a Gang.
 //   - Gang: JSON lines to every rank of a gang, resolving with every rank's answer. Both
-//     sides of the DDP benchmark (src/benchmark/worker.ts and bench/reference/ddp.py)
-//     speak it.
+//     sides of the DDP benchmark (src/benchmark/worker.ts and bench/reference/ddp.py) and
+//     the bucket trial's ranks (src/train/bucket-trial-worker.ts) speak it.
 // Between requests the workers block on stdin, so an idle worker does not compete for the
 // cores while the other side is measured.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';

@@ -9,6 +9,7 @@ import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import type { Module } from '../nn/index.ts';
 import type { Optimizer } from '../optim/index.ts';
+import { disposeState } from '../optim/optimizer.ts';
 import type { RunPlan } from './plan.ts';
 import type { Placement } from './process-group.ts';
 import { buildModel, buildOptimizer } from './setup.ts';
@@ -20,11 +21,13 @@ export interface BucketSetup {
   numClasses: number;
 }
 
-/** One timed step of a rank: its wall time and DDP's measure of the all-reduce (ms). */
+/**
+ * One timed step of a rank: its wall time, and DDP's Logger's measure of that iteration's
+ * all-reduce (ms) when it recorded one (the Logger samples some iterations only).
+ */
 export interface BucketStep {
   stepMs: number;
-  commMs: number;
-  overlapMs: number;
+  comm: { iteration: number; commMs: number; overlapMs: number } | null;
 }
 
 class BucketSession {
@@ -33,6 +36,8 @@ class BucketSession {
   private readonly optimizer: Optimizer;
   private readonly x: t.Tensor;
   private readonly y: t.Tensor;
+  /** The last Logger iteration read, so each sample is counted once. */
+  private lastIteration = 0;
 
   constructor(
     private readonly s: BucketSetup,
@@ -74,16 +79,22 @@ class BucketSession {
     }
     this.optimizer.step();
     if (deviceType === 'cuda') t.cuda.synchronize(); // the step's GPU work is done: its time is real
-    const stats = this.ddp.stats();
-    return {
-      stepMs: performance.now() - t0,
-      commMs: stats.backwardCommMs,
-      overlapMs: stats.backwardCommOverlapMs,
-    };
+    return { stepMs: performance.now() - t0, comm: this.comm() };
+  }
+
+  /** The Logger's numbers for the iteration that finished last, if they are new (ns in, ms out). */
+  private comm(): BucketStep['comm'] {
+    const ints = this.ddp.stats().raw.ints;
+    const iteration = ints.iteration ?? 0;
+    if (iteration <= this.lastIteration || ints.backward_comm_time === undefined) return null;
+    this.lastIteration = iteration;
+    const overlap = ints.backward_compute_comm_overlap_time ?? 0;
+    return { iteration, commMs: ints.backward_comm_time / 1e6, overlapMs: overlap / 1e6 };
   }
 
   close(): void {
     this.ddp.close();
+    for (const state of this.optimizer.state.values()) disposeState(state);
     for (const p of this.model.parameters()) p.grad = null;
     for (const p of this.model.parameters()) p.dispose();
     for (const b of this.model.buffers()) b.dispose();
@@ -112,6 +123,8 @@ async function serve(): Promise<void> {
         session = null;
         const s = req.setup as BucketSetup;
         const amp = s.plan.amp.dtype;
+        // As the run sets it (setup.ts): cuDNN times its kernels at the first step and keeps the fastest.
+        if (useCuda) t.backends.cudnn.benchmark = s.plan.launch.cudnnBenchmark;
         const on: Placement = {
           device: useCuda ? `cuda:${t.cuda.currentDevice()}` : 'cpu',
           deviceType: useCuda ? 'cuda' : 'cpu',

@@ -257,14 +257,41 @@ function tuneFileOf(c: TrainConfig): string | undefined {
   return c.checkpointDir === undefined ? undefined : resolve(c.checkpointDir, 'tune.json');
 }
 
-/** Whether `x` is a resolved plan rather than options to resolve. */
+/** The sections every plan has (RunPlan's keys but `version`). */
+const SECTIONS = ['options', 'model', 'data', 'optim', 'loop', 'amp', 'ddp', 'io', 'launch'] as const;
+
+/**
+ * Whether `x` is meant as a resolved plan rather than options to resolve: options have
+ * neither `version` nor `options` (the option table has no such names).
+ */
 export function isRunPlan(x: unknown): x is RunPlan {
-  return typeof x === 'object' && x !== null && 'version' in x && 'options' in x;
+  return typeof x === 'object' && x !== null && ('version' in x || 'options' in x);
+}
+
+/**
+ * `x` as a run plan of this tsddp, or a ConfigError naming `source` when it is another
+ * version's or misses a section: a plan is taken as it is, so its shape is checked.
+ */
+export function checkedPlan(x: unknown, source: string): RunPlan {
+  const plan = x as Record<string, unknown>;
+  if (plan?.version !== PLAN_VERSION)
+    throw planError(
+      `${source} holds no run plan of this tsddp (version ${PLAN_VERSION}, got ${JSON.stringify(plan?.version)}): ` +
+        'a worker takes the plan of the tsddp train that launched it; a script makes one with planRun(options)',
+    );
+  const missing = SECTIONS.filter((k) => typeof plan[k] !== 'object' || plan[k] === null);
+  if (missing.length > 0) throw planError(`${source} is not a whole run plan: no ${missing.join(', ')}`);
+  return plan as unknown as RunPlan;
+}
+
+/** Images of one optimizer step on one rank: batch x micro-batches. */
+export function imagesPerRankStep(plan: Pick<RunPlan, 'data' | 'loop'>): number {
+  return plan.data.batchSize * plan.loop.gradAccum;
 }
 
 /** The global batch of one optimizer step. */
-export function globalBatchOf(plan: RunPlan, worldSize: number): number {
-  return plan.data.batchSize * plan.loop.gradAccum * worldSize;
+export function globalBatchOf(plan: Pick<RunPlan, 'data' | 'loop'>, worldSize: number): number {
+  return imagesPerRankStep(plan) * worldSize;
 }
 
 /** --lr, else the linear scaling rule: base-lr x global batch / base-batch. */
@@ -283,11 +310,7 @@ export function launchedPlan(env: NodeJS.ProcessEnv = process.env): RunPlan | nu
   } catch (e) {
     throw planError(`${PLAN_ENV} is not valid JSON: ${(e as Error).message}`);
   }
-  if (!isRunPlan(plan) || plan.version !== PLAN_VERSION)
-    throw planError(
-      `${PLAN_ENV} holds no run plan of this tsddp (version ${PLAN_VERSION}): a worker takes the plan of the tsddp train that launched it`,
-    );
-  return plan;
+  return checkedPlan(plan, PLAN_ENV);
 }
 
 function planError(message: string): ConfigError {

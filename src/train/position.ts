@@ -3,7 +3,7 @@
 // over another world size (a re-sharded epoch) or over changed data (--allow-data-change)
 // as docs/guide/training.md describes. The Trainer advances it one optimizer step at a time.
 import type { Loaders } from './data.ts';
-import type { RunPlan } from './plan.ts';
+import { imagesPerRankStep, type RunPlan } from './plan.ts';
 import type { ResumePoint } from './resume.ts';
 
 export class RunPosition {
@@ -21,15 +21,17 @@ export class RunPosition {
   readonly endStep: number;
 
   /** `log`: rank 0's messages on how a resume goes on. */
+  /** `stepsPerEpoch`: setup.ts's count for this rank's loader. */
   constructor(
     private readonly plan: Pick<RunPlan, 'data' | 'loop'>,
     private readonly loaders: Loaders,
     private readonly worldSize: number,
+    stepsPerEpoch: number,
     resume: ResumePoint | null,
     log: (line: string) => void,
   ) {
-    const { epochs, gradAccum, maxSteps } = plan.loop;
-    this.stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / gradAccum);
+    const { epochs, maxSteps } = plan.loop;
+    this.stepsPerEpoch = stepsPerEpoch;
     let totalSteps = epochs * this.stepsPerEpoch;
     this.startStep = resume?.step ?? 0;
     if (resume !== null) {
@@ -45,7 +47,7 @@ export class RunPosition {
 
   /** Images per optimizer step on one rank. */
   get imagesPerStep(): number {
-    return this.plan.data.batchSize * this.plan.loop.gradAccum;
+    return imagesPerRankStep(this.plan);
   }
 
   /**

@@ -20,7 +20,7 @@ import {
   rankFilesOf,
   removeMetricsFile,
 } from '../metrics/index.ts';
-import type { TrainConfig } from './config.ts';
+import type { IoPlan } from './plan.ts';
 
 /** What an earlier run left where this one would write. */
 export interface PriorRun {
@@ -52,7 +52,7 @@ function metricsFilesOf(file: string | undefined): string[] {
   return [...(existsSync(file) ? [file] : []), ...rankFilesOf(file)];
 }
 
-export function findPriorRun(c: Pick<TrainConfig, 'checkpointDir' | 'metricsFile'>): PriorRun {
+export function findPriorRun(c: Pick<IoPlan, 'checkpointDir' | 'metricsFile'>): PriorRun {
   return { checkpoints: checkpointsIn(c.checkpointDir), metrics: metricsFilesOf(c.metricsFile) };
 }
 
@@ -100,7 +100,7 @@ function overwrite(prior: PriorRun): void {
  * --metrics-file that is not a file (a folder, a device, a link) is refused in every case.
  */
 export function guardPriorRun(
-  c: Pick<TrainConfig, 'checkpointDir' | 'metricsFile' | 'resume' | 'overwrite'>,
+  c: Pick<IoPlan, 'checkpointDir' | 'metricsFile' | 'resume' | 'overwrite'>,
   opts: { restarting: boolean; rank: number },
 ): void {
   if (c.metricsFile !== undefined) checkMetricsPath(c.metricsFile);

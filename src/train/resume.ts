@@ -21,7 +21,8 @@ import { ELASTIC_ENV } from '../launch/elastic.ts';
 import type { TrainConfig } from './config.ts';
 import type { DataIdentity } from './data.ts';
 import type { EvalResult } from './evaluate.ts';
-import type { RunPlan } from './plan.ts';
+import { type IoPlan, imagesPerRankStep, type RunPlan } from './plan.ts';
+import type { RunPosition } from './position.ts';
 import { PriorRunError } from './prior-run.ts';
 import type { RunPlacement } from './process-group.ts';
 
@@ -73,18 +74,10 @@ export interface CheckpointParts
   pg: { worldSize: number };
 }
 
-/** Where in the run a checkpoint is saved: a finished epoch is saved as the start of the next one. */
-export interface SavedPosition {
-  epoch: number;
-  step: number;
-  stepInEpoch: number;
-  samplesInEpoch: number;
-}
-
 /** Rank 0 writes the run's checkpoint: model, optimizer, schedule, scaler, and where the run stands (resumeExtra). */
 export async function saveRunCheckpoint(
   parts: CheckpointParts,
-  at: SavedPosition,
+  at: RunPosition['saved'],
   evalPending: boolean,
 ): Promise<void> {
   const { model, optimizer, scheduler, plan, dataIdentity: data } = parts;
@@ -118,7 +111,7 @@ export function recordEvaluation(dir: string, r: EvalResult & { epoch: number; s
 }
 
 /** Whether this run resumes the latest checkpoint: --resume auto, or a gang the launcher restarted. */
-export function resumesLatest(c: TrainConfig, restartCount: number): boolean {
+export function resumesLatest(c: Pick<IoPlan, 'resume' | 'checkpointDir'>, restartCount: number): boolean {
   return c.resume === 'auto' || (c.resume === 'none' && restartCount > 0 && c.checkpointDir !== undefined);
 }
 
@@ -129,7 +122,10 @@ export function resumesLatest(c: TrainConfig, restartCount: number): boolean {
  * overwrite them and the earlier run's metrics. (A restarted gang whose checkpoints are
  * all uncommitted writes of its own first save starts over.)
  */
-export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise<number | null> {
+export async function chooseLatest(
+  c: Pick<IoPlan, 'checkpointDir'>,
+  restarting: boolean,
+): Promise<number | null> {
   const root = c.checkpointDir as string;
   const skipped: { dir: string; why: CheckpointError }[] = [];
   // clean: false: a refusal below leaves every byte as it was (saving removes stale temp files).
@@ -157,7 +153,7 @@ export async function chooseLatest(c: TrainConfig, restarting: boolean): Promise
  * on the other ranks); it is broadcast, so every rank loads the same checkpoint.
  */
 export async function findResume(
-  c: TrainConfig,
+  c: Pick<IoPlan, 'resume' | 'checkpointDir'>,
   p: RunPlacement,
   latestStep: number | null,
 ): Promise<string | null> {
@@ -174,17 +170,20 @@ export async function findResume(
   return step < 0 ? null : join(c.checkpointDir as string, checkpointDirName(step));
 }
 
-/** Loads `dir` into `parts` and returns where the run continues. */
+/**
+ * Loads `dir` into `parts` and returns where the run continues. The options the checkpoint
+ * recorded (resumeExtra) are compared with `plan.options`, the ones this run was given.
+ */
 export async function loadResume(
   dir: string,
   parts: LoadTargets,
-  c: TrainConfig,
+  plan: Pick<RunPlan, 'options' | 'io' | 'data' | 'loop'>,
   worldSize: number,
   data: DataIdentity,
 ): Promise<ResumePoint> {
   let loaded: Awaited<ReturnType<typeof loadCheckpoint>>;
   // Under tsrun's elastic mode the world may change between rounds.
-  const reshard = c.reshard || process.env[ELASTIC_ENV] === '1';
+  const reshard = plan.io.reshard || process.env[ELASTIC_ENV] === '1';
   try {
     loaded = await loadCheckpoint(dir, parts, { worldSize, allowWorldSizeChange: reshard });
   } catch (e) {
@@ -206,9 +205,9 @@ export async function loadResume(
     evalPending?: boolean;
     config?: Record<string, unknown>;
   } | null;
-  checkUnchanged(extra?.config, c, dir);
+  checkUnchanged(extra?.config, plan.options, dir);
   const dataChange = dataChangeOf(extra?.config?.data as DataIdentity | undefined, data);
-  if (dataChange !== null && !c.allowDataChange)
+  if (dataChange !== null && !plan.io.allowDataChange)
     throw new CheckpointError(
       'INCOMPATIBLE',
       dir,
@@ -222,7 +221,7 @@ export async function loadResume(
     step: loaded.step,
     stepInEpoch,
     // Checkpoints from before samplesInEpoch was recorded had a constant world.
-    samplesInEpoch: extra?.samplesInEpoch ?? stepInEpoch * c.batchSize * c.gradAccum * loaded.savedWorldSize,
+    samplesInEpoch: extra?.samplesInEpoch ?? stepInEpoch * imagesPerRankStep(plan) * loaded.savedWorldSize,
     savedWorldSize: loaded.savedWorldSize,
     evalPending: extra?.evalPending === true && !existsSync(join(dir, EVALUATION_FILE)),
     dataChange,

@@ -147,12 +147,22 @@ export class RunLog {
     return this.loopSecs > 0 ? this.imagesDone / this.loopSecs : 0;
   }
 
-  /** The run's summary record, after the last flush, and its last line. */
-  summary(step: number, steps: number, wallSec: number): void {
+  /**
+   * The run's summary record, after the last flush; returns the run's wall time in
+   * seconds, from `started` (performance.now()) to now.
+   */
+  summary(step: number, steps: number, started: number): number {
     this.flush();
     this.progress.done();
+    const wallSec = (performance.now() - started) / 1000;
     const { rank, worldSize, imagesPerSec } = this;
     this.write({ type: 'summary', rank, step, worldSize, steps, wallSec, imagesPerSec, time: Date.now() });
+    return wallSec;
+  }
+
+  /** The run's last line, once the metrics are merged. */
+  done(step: number, wallSec: number): void {
+    const { worldSize, imagesPerSec } = this;
     const file = this.plan.io.metricsFile;
     this.log(
       `done: ${step} steps in ${wallSec.toFixed(1)} s (${imagesPerSec.toFixed(1)} img/s over ${worldSize} rank(s))` +
@@ -160,9 +170,13 @@ export class RunLog {
     );
   }
 
-  /** An evaluation's record and line. */
-  evaluated(r: EvalResult, epoch: number, step: number): void {
+  /** An evaluation's metrics record. */
+  writeEval(r: EvalResult, epoch: number, step: number): void {
     this.write({ type: 'eval', rank: this.rank, epoch, step, ...r, time: Date.now() });
+  }
+
+  /** An evaluation's line. */
+  logEval(r: EvalResult, epoch: number, step: number): void {
     const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
     this.log(
       `eval after epoch ${epoch} (step ${step}): loss ${r.loss.toFixed(4)}  top-1 ${pct(r.top1)}  ` +

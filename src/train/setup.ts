@@ -27,7 +27,7 @@ import {
   dataIdentity,
   type Loaders,
 } from './data.ts';
-import { isRunPlan, lrOf, type OptimPlan, planRun, type RunPlan, withOptions } from './plan.ts';
+import { checkedPlan, isRunPlan, lrOf, type OptimPlan, planRun, type RunPlan } from './plan.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
 import { joinProcessGroup, type Placement, type RunPlacement } from './process-group.ts';
@@ -55,6 +55,8 @@ export interface RunParts {
   dataIdentity: DataIdentity;
   /** The learning rate for this world's global batch (linear scaling rule, plan.ts lrOf). */
   lr: number;
+  /** Optimizer steps in an epoch of this rank's loader. */
+  stepsPerEpoch: number;
   /** performance.now() when the run started. */
   started: number;
 }
@@ -91,8 +93,7 @@ async function setupParts(
   heartbeat: Heartbeat | null,
 ): Promise<RunParts> {
   const beat = (phase: string, waiting = false) => heartbeat?.beat(SETUP_STEP, `setup: ${phase}`, waiting);
-  const plan = underLauncherDashboard(isRunPlan(input) ? input : planRun(input));
-  const c = plan.options;
+  const plan = underLauncherDashboard(isRunPlan(input) ? checkedPlan(input, 'the plan') : planRun(input));
   if (plan.launch.threads !== undefined) t.setNumThreads(plan.launch.threads);
   beat('joining the process group', true);
   const pg = await joinProcessGroup(plan.launch);
@@ -105,10 +106,11 @@ async function setupParts(
     const restarting = pg.restartCount > 0;
     let latestStep: number | null = null;
     beat('pre-flight checks, data and model');
-    const { setup, model, optimizer } = await preflight(c, pg.group, pg.restartCount, async () => {
-      guardPriorRun(c, { restarting, rank: pg.rank });
+    const { setup, model, optimizer } = await preflight(plan.options, pg.group, pg.restartCount, async () => {
+      guardPriorRun(plan.io, { restarting, rank: pg.rank });
       // Rank 0 picks the checkpoint (or refuses) before anything is built or written.
-      if (pg.rank === 0 && resumesLatest(c, pg.restartCount)) latestStep = await chooseLatest(c, restarting);
+      if (pg.rank === 0 && resumesLatest(plan.io, pg.restartCount))
+        latestStep = await chooseLatest(plan.io, restarting);
       const setup = await buildDatasets(plan);
       const model = buildModel(plan, hooks, setup, on);
       const optimizer = buildOptimizer(model, plan.optim, lr);
@@ -122,14 +124,14 @@ async function setupParts(
     const scheduler = buildScheduler(optimizer, plan, stepsPerEpoch, lr);
     const scaler = plan.amp.scaler ? new GradScaler({ device: on.deviceType }) : null;
     beat('choosing the checkpoint to resume', true);
-    const resumeDir = await findResume(c, pg, latestStep);
+    const resumeDir = await findResume(plan.io, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
     const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
     const identity = dataIdentity(setup.train);
     const resume =
       resumeDir === null
         ? null
-        : { dir: resumeDir, ...(await loadResume(resumeDir, targets, c, pg.worldSize, identity)) };
+        : { dir: resumeDir, ...(await loadResume(resumeDir, targets, plan, pg.worldSize, identity)) };
     beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
     const ddp = pg.group === null ? null : wrapDdp(model, plan, on, pg);
     return {
@@ -148,6 +150,7 @@ async function setupParts(
       heartbeat,
       dataIdentity: identity,
       lr,
+      stepsPerEpoch,
       started,
     };
   } catch (e) {
@@ -169,10 +172,14 @@ function placementOf(plan: RunPlan, pg: RunPlacement): Placement {
   };
 }
 
-/** Under a launcher serving the dashboard, metrics go where it reads them (unless the plan names a file). */
+/**
+ * Under a launcher serving the dashboard, metrics go where it reads them (unless the plan
+ * names a file): a path the launcher chose, set in the plan as it is.
+ */
 function underLauncherDashboard(plan: RunPlan): RunPlan {
-  const file = process.env[METRICS_FILE_ENV];
-  return plan.io.metricsFile === undefined && file ? withOptions(plan, { metricsFile: file }) : plan;
+  const metricsFile = process.env[METRICS_FILE_ENV];
+  if (plan.io.metricsFile !== undefined || !metricsFile) return plan;
+  return { ...plan, options: { ...plan.options, metricsFile }, io: { ...plan.io, metricsFile } };
 }
 
 /** DistributedDataParallel over the run's group with the plan's buckets, graph options and comm hook. */

@@ -77,7 +77,13 @@ export class Trainer {
     this.runLog = new RunLog(parts, () => this.at.endStep);
     this.lastCheckpoint = resume && { step: resume.step, dir: resume.dir };
     this.pendingEval = (resume?.evalPending ?? false) && plan.loop.evalEvery > 0;
-    this.at = new RunPosition(plan, parts.loaders, this.worldSize, resume, (line) => this.log(line));
+    try {
+      const log = (line: string) => this.log(line);
+      this.at = new RunPosition(plan, parts.loaders, this.worldSize, parts.stepsPerEpoch, resume, log);
+    } catch (e) {
+      this.runLog.close(); // a resume position that cannot be (a bad re-shard): the rank file closes
+      throw e;
+    }
     this.stepper = new StepRunner(parts, this.runLog, (phase, waiting) => this.beat(phase, waiting));
   }
 
@@ -194,13 +200,14 @@ export class Trainer {
     const { epoch, step } = this.at;
     this.lastEval = r;
     this.pendingEval = false;
-    this.runLog.evaluated(r, epoch, step);
+    this.runLog.writeEval(r, epoch, step);
     // The checkpoint of this step (if any) records that its evaluation finished, so a run
     // stopped during the evaluation reruns it on resume.
     const saved = this.lastCheckpoint;
     if (this.rank === 0 && saved !== null && saved.step === step)
       recordEvaluation(saved.dir, { ...r, epoch, step });
     this.parts.hooks.onEval?.({ ...r, epoch, step });
+    this.runLog.logEval(r, epoch, step);
     return r;
   }
 
@@ -218,11 +225,11 @@ export class Trainer {
 
   /** The summary record, the merged metrics and the result. */
   private async finish(): Promise<TrainResult> {
-    const wallSec = (performance.now() - this.parts.started) / 1000;
     const { rank, worldSize, at } = this;
-    this.runLog.summary(at.step, at.step - at.startStep, wallSec);
+    const wallSec = this.runLog.summary(at.step, at.step - at.startStep, this.parts.started);
     if (this.parts.pg.group !== null) await dist.barrier({ group: this.parts.pg.group });
     this.runLog.mergeFinished();
+    this.runLog.done(at.step, wallSec);
     const { imagesPerSec, lastLoss } = this.runLog;
     const { step: steps, epoch: epochs, startStep } = at;
     const { resumedFrom, lastEval } = this;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
 import { Gang } from '../host/gang.ts';
 import type { BucketSetup, BucketStep } from './bucket-trial-worker.ts';
-import type { RunPlan } from './plan.ts';
+import { imagesPerRankStep, type RunPlan } from './plan.ts';
 
 export interface BucketMeasurement {
   bucketCapMb: number;
@@ -67,7 +67,7 @@ export async function bucketTrial(plan: RunPlan, o: BucketTrialOptions): Promise
       for (const bucketCapMb of BUCKET_CANDIDATES) {
         const ranks = await timeSize(gang, { plan, bucketCapMb, numClasses: o.numClasses });
         const slowest = Math.max(...ranks.map((steps) => steps.reduce((s, x) => s + x.stepMs, 0)));
-        const images = o.world * plan.data.batchSize * plan.loop.gradAccum * STEPS;
+        const images = o.world * imagesPerRankStep(plan) * STEPS;
         const run = runs.get(bucketCapMb) ?? { imgPerS: [], steps: [] };
         run.imgPerS.push((1000 * images) / slowest);
         run.steps.push(...ranks.flat());
@@ -79,12 +79,16 @@ export async function bucketTrial(plan: RunPlan, o: BucketTrialOptions): Promise
   } finally {
     await gang.close().catch(() => {});
   }
-  return [...runs.entries()].map(([bucketCapMb, r]) => ({
-    bucketCapMb,
-    imgPerS: round(median(r.imgPerS)),
-    commMs: r.steps.length === 0 ? null : round(median(r.steps.map((s) => s.commMs))),
-    exposedMs: r.steps.length === 0 ? null : round(median(r.steps.map((s) => s.commMs - s.overlapMs))),
-  }));
+  return [...runs.entries()].map(([bucketCapMb, r]) => {
+    // Iterations 1..WARMUP are the warm-up's (the first one runs on a single bucket).
+    const comm = r.steps.flatMap((s) => (s.comm !== null && s.comm.iteration > WARMUP ? [s.comm] : []));
+    return {
+      bucketCapMb,
+      imgPerS: round(median(r.imgPerS)),
+      commMs: comm.length === 0 ? null : round(median(comm.map((c) => c.commMs))),
+      exposedMs: comm.length === 0 ? null : round(median(comm.map((c) => c.commMs - c.overlapMs))),
+    };
+  });
 }
 
 /** One size on every rank: build, warm up, time; each rank's timed steps. */
