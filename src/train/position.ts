@@ -4,7 +4,7 @@
 // as docs/guide/training.md describes. The Trainer advances it one optimizer step at a time.
 import type { Loaders } from './data.ts';
 import { imagesPerRankStep, type RunPlan } from './plan.ts';
-import type { ResumePoint } from './resume.ts';
+import type { ResumePoint, SavedPosition } from './resume.ts';
 
 export class RunPosition {
   epoch = 0;
@@ -74,7 +74,7 @@ export class RunPosition {
   }
 
   /** Where a checkpoint taken now resumes: a finished epoch is saved as the start of the next one. */
-  get saved(): { epoch: number; step: number; stepInEpoch: number; samplesInEpoch: number } {
+  get saved(): SavedPosition {
     const atEnd = this.epochFinished;
     return {
       epoch: atEnd ? this.epoch + 1 : this.epoch,

@@ -22,7 +22,6 @@ import type { TrainConfig } from './config.ts';
 import type { DataIdentity } from './data.ts';
 import type { EvalResult } from './evaluate.ts';
 import { type IoPlan, imagesPerRankStep, type RunPlan } from './plan.ts';
-import type { RunPosition } from './position.ts';
 import { PriorRunError } from './prior-run.ts';
 import type { RunPlacement } from './process-group.ts';
 
@@ -65,6 +64,14 @@ export function resumeExtra(c: TrainConfig, s: ResumeState): Record<string, unkn
   };
 }
 
+/** Where in the run a checkpoint is saved (position.ts: a finished epoch is saved as the start of the next one). */
+export interface SavedPosition {
+  epoch: number;
+  step: number;
+  stepInEpoch: number;
+  samplesInEpoch: number;
+}
+
 /** What a checkpoint saves of a run's parts (setup.ts RunParts). */
 export interface CheckpointParts
   extends Required<Pick<CheckpointState, 'model' | 'optimizer' | 'scheduler'>> {
@@ -77,7 +84,7 @@ export interface CheckpointParts
 /** Rank 0 writes the run's checkpoint: model, optimizer, schedule, scaler, and where the run stands (resumeExtra). */
 export async function saveRunCheckpoint(
   parts: CheckpointParts,
-  at: RunPosition['saved'],
+  at: SavedPosition,
   evalPending: boolean,
 ): Promise<void> {
   const { model, optimizer, scheduler, plan, dataIdentity: data } = parts;
