@@ -15,6 +15,14 @@ export {
 } from './dtype.ts';
 export { TorchError } from './errors.ts';
 export type { RemovableHandle, TensorHook } from './hooks.ts';
+export {
+  getDefaultDtype,
+  getRngState,
+  initialSeed,
+  isTensor,
+  seed,
+  setRngState,
+} from './introspection.ts';
 export * from './ops.ts';
 export * as ops from './ops.ts';
 export * as profiler from './profiler.ts';
