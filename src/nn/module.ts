@@ -71,7 +71,17 @@ export class Module {
   declare readonly _nonPersistentBuffers: Set<string>;
   declare readonly _modules: Map<string, Module | null>;
 
-  constructor() {
+  /**
+   * Takes no arguments: as PyTorch's Module.__init__, an argument (a subclass passing its
+   * own on, a layer without parameters given one) is refused rather than dropped.
+   */
+  constructor(...args: []) {
+    const given = (args as unknown[]).length;
+    if (given > 0) {
+      throw new TypeError(
+        `${new.target.name}() takes no arguments here (Module's constructor) but ${given} ${given === 1 ? 'was' : 'were'} given`,
+      );
+    }
     const hidden = (value: unknown) => ({ value, enumerable: false, writable: false, configurable: false });
     Object.defineProperties(this, {
       _parameters: hidden(new Map()),

@@ -1,6 +1,8 @@
 // Activation functions of torch.nn.functional, each one libtorch op (in-place variants
-// where PyTorch offers `inplace`).
+// where PyTorch offers `inplace`), with PyTorch's parameters positional or by name
+// (nn/args.ts).
 import * as t from '../../core/index.ts';
+import { define } from '../args.ts';
 import { aten } from './common.ts';
 
 interface Inplace {
@@ -8,85 +10,136 @@ interface Inplace {
   inplace?: boolean;
 }
 
-export function relu(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? input.relu_() : t.relu(input);
+/** The parameters of a function of one tensor, `input`, and the options `O`. */
+type In<O = unknown> = { input: t.Tensor } & O;
+
+// The signatures most activations share: (input) and (input, inplace=False).
+const INPUT = { required: ['input'] } as const;
+const INPLACE = { required: ['input'], optional: ['inplace'] } as const;
+
+export const relu = define(
+  'relu',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor => (inplace ? input.relu_() : t.relu(input)),
+);
+
+export const relu6 = define(
+  'relu6',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor => hardtanh(input, { minVal: 0, maxVal: 6, inplace }),
+);
+
+export interface LeakyReluOptions extends Inplace {
+  negativeSlope?: number;
 }
 
-export function relu6(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return hardtanh(input, { minVal: 0, maxVal: 6, inplace: opts.inplace });
+export const leakyRelu = define(
+  'leakyRelu',
+  { required: ['input'], optional: ['negativeSlope', 'inplace'] },
+  ({ input, negativeSlope = 0.01, inplace }: In<LeakyReluOptions>): t.Tensor =>
+    inplace
+      ? aten('aten::leaky_relu_', input, negativeSlope)
+      : aten('aten::leaky_relu', input, negativeSlope),
+);
+
+export interface AlphaOptions extends Inplace {
+  alpha?: number;
 }
 
-export function leakyRelu(input: t.Tensor, opts: { negativeSlope?: number } & Inplace = {}): t.Tensor {
-  const slope = opts.negativeSlope ?? 0.01;
-  return opts.inplace ? aten('aten::leaky_relu_', input, slope) : aten('aten::leaky_relu', input, slope);
+export const elu = define(
+  'elu',
+  { required: ['input'], optional: ['alpha', 'inplace'] },
+  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor =>
+    inplace ? aten('aten::elu_', input, alpha) : aten('aten::elu', input, alpha),
+);
+
+export interface HardtanhOptions extends Inplace {
+  minVal?: number;
+  maxVal?: number;
 }
 
-export function elu(input: t.Tensor, opts: { alpha?: number } & Inplace = {}): t.Tensor {
-  const alpha = opts.alpha ?? 1;
-  return opts.inplace ? aten('aten::elu_', input, alpha) : aten('aten::elu', input, alpha);
-}
+export const hardtanh = define(
+  'hardtanh',
+  { required: ['input'], optional: ['minVal', 'maxVal', 'inplace'] },
+  ({ input, minVal = -1, maxVal = 1, inplace }: In<HardtanhOptions>): t.Tensor =>
+    inplace ? aten('aten::hardtanh_', input, minVal, maxVal) : aten('aten::hardtanh', input, minVal, maxVal),
+);
 
-export function hardtanh(
-  input: t.Tensor,
-  opts: { minVal?: number; maxVal?: number } & Inplace = {},
-): t.Tensor {
-  const lo = opts.minVal ?? -1;
-  const hi = opts.maxVal ?? 1;
-  return opts.inplace ? aten('aten::hardtanh_', input, lo, hi) : aten('aten::hardtanh', input, lo, hi);
-}
-
-/** Gaussian error linear unit; `approximate: 'tanh'` uses the tanh approximation. */
-export function gelu(input: t.Tensor, opts: { approximate?: 'none' | 'tanh' } = {}): t.Tensor {
-  const approximate = opts.approximate ?? 'none';
-  if (approximate !== 'none' && approximate !== 'tanh') {
-    throw new TypeError(`gelu(): approximate must be 'none' or 'tanh', got ${JSON.stringify(approximate)}`);
-  }
-  return aten('aten::gelu', input, approximate);
-}
+/** Gaussian error linear unit; `approximate: 'tanh'` uses the tanh approximation (keyword-only, as in PyTorch). */
+export const gelu = define(
+  'gelu',
+  { required: ['input'], keywordOnly: ['approximate'] },
+  ({ input, approximate = 'none' }: In<{ approximate?: 'none' | 'tanh' }>): t.Tensor => {
+    if (approximate !== 'none' && approximate !== 'tanh') {
+      throw new TypeError(`gelu(): approximate must be 'none' or 'tanh', got ${JSON.stringify(approximate)}`);
+    }
+    return aten('aten::gelu', input, approximate);
+  },
+);
 
 /** x·sigmoid(x) (swish). */
-export function silu(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? aten('aten::silu_', input) : t.silu(input);
-}
+export const silu = define(
+  'silu',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor => (inplace ? aten('aten::silu_', input) : t.silu(input)),
+);
 
-export function mish(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? aten('aten::mish_', input) : aten('aten::mish', input);
-}
+export const mish = define(
+  'mish',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor =>
+    inplace ? aten('aten::mish_', input) : aten('aten::mish', input),
+);
 
-export function hardswish(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? aten('aten::hardswish_', input) : aten('aten::hardswish', input);
-}
+export const hardswish = define(
+  'hardswish',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor =>
+    inplace ? aten('aten::hardswish_', input) : aten('aten::hardswish', input),
+);
 
-export function hardsigmoid(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? aten('aten::hardsigmoid_', input) : aten('aten::hardsigmoid', input);
-}
+export const hardsigmoid = define(
+  'hardsigmoid',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor =>
+    inplace ? aten('aten::hardsigmoid_', input) : aten('aten::hardsigmoid', input),
+);
 
-export function sigmoid(input: t.Tensor): t.Tensor {
-  return t.sigmoid(input);
-}
+export const sigmoid = define('sigmoid', INPUT, ({ input }: In): t.Tensor => t.sigmoid(input));
 
-export function tanh(input: t.Tensor): t.Tensor {
-  return t.tanh(input);
-}
+export const tanh = define('tanh', INPUT, ({ input }: In): t.Tensor => t.tanh(input));
 
 /** log(sigmoid(x)), computed stably. */
-export function logsigmoid(input: t.Tensor): t.Tensor {
-  return aten('aten::log_sigmoid', input);
-}
+export const logsigmoid = define(
+  'logsigmoid',
+  INPUT,
+  ({ input }: In): t.Tensor => aten('aten::log_sigmoid', input),
+);
 
 /** (1/beta)·log(1 + exp(beta·x)), linear above `threshold`. */
-export function softplus(input: t.Tensor, opts: { beta?: number; threshold?: number } = {}): t.Tensor {
-  return aten('aten::softplus', input, opts.beta ?? 1, opts.threshold ?? 20);
-}
+export const softplus = define(
+  'softplus',
+  { required: ['input'], optional: ['beta', 'threshold'] },
+  ({ input, beta = 1, threshold = 20 }: In<{ beta?: number; threshold?: number }>): t.Tensor =>
+    aten('aten::softplus', input, beta, threshold),
+);
 
 /** Gated linear unit: first half of `dim` times sigmoid of the second half. */
-export function glu(input: t.Tensor, dim = -1): t.Tensor {
-  if (input.ndim === 0)
-    throw new RangeError('glu does not support scalars because halving size must be even');
-  return aten('aten::glu', input, dim);
-}
+export const glu = define(
+  'glu',
+  { required: ['input'], optional: ['dim'] },
+  ({ input, dim = -1 }: In<{ dim?: number }>): t.Tensor => {
+    if (input.ndim === 0)
+      throw new RangeError('glu does not support scalars because halving size must be even');
+    return aten('aten::glu', input, dim);
+  },
+);
 
 export interface SoftmaxOptions {
+  /** The dim to normalise over; null (PyTorch's deprecated default) picks implicitSoftmaxDim's. */
+  dim?: number | null;
+  /** The stack level of PyTorch's implicit-dim warning: accepted, without effect (tsddp gives no warning). */
+  _stacklevel?: number;
   /** Cast the input to this dtype before the operation (against overflow). */
   dtype?: t.DTypeName | null;
 }
@@ -95,9 +148,11 @@ export interface SoftmaxOptions {
  * The dim PyTorch picks when `dim` is None (deprecated there, kept for nn.Softmax()):
  * 0 for 0-, 1- and 3-d input, else 1.
  */
-export function implicitSoftmaxDim(ndim: number): number {
-  return ndim === 0 || ndim === 1 || ndim === 3 ? 0 : 1;
-}
+export const implicitSoftmaxDim = define(
+  'implicitSoftmaxDim',
+  { required: ['ndim'] },
+  ({ ndim }: { ndim: number }): number => (ndim === 0 || ndim === 1 || ndim === 3 ? 0 : 1),
+);
 
 function softmaxDim(input: t.Tensor, dim: number | null, fn: string): number {
   if (dim === null) return implicitSoftmaxDim(input.ndim);
@@ -105,112 +160,156 @@ function softmaxDim(input: t.Tensor, dim: number | null, fn: string): number {
   return dim;
 }
 
-export function softmax(input: t.Tensor, dim: number | null, opts: SoftmaxOptions = {}): t.Tensor {
-  return t.softmax(input, softmaxDim(input, dim, 'softmax'), opts.dtype ?? null);
-}
+// softmax, logSoftmax and softmin: (input, dim=None, _stacklevel=3, dtype=None).
+const SOFTMAX = {
+  required: ['input'],
+  optional: ['dim', '_stacklevel', 'dtype'],
+  inert: ['_stacklevel'],
+} as const;
 
-export function logSoftmax(input: t.Tensor, dim: number | null, opts: SoftmaxOptions = {}): t.Tensor {
-  return t.logSoftmax(input, softmaxDim(input, dim, 'logSoftmax'), opts.dtype ?? null);
-}
+export const softmax = define('softmax', SOFTMAX, ({ input, dim = null, dtype = null }: In<SoftmaxOptions>) =>
+  t.softmax(input, softmaxDim(input, dim, 'softmax'), dtype),
+);
+
+export const logSoftmax = define(
+  'logSoftmax',
+  SOFTMAX,
+  ({ input, dim = null, dtype = null }: In<SoftmaxOptions>): t.Tensor =>
+    t.logSoftmax(input, softmaxDim(input, dim, 'logSoftmax'), dtype),
+);
 
 /** softmax(-x). */
-export function softmin(input: t.Tensor, dim: number | null, opts: SoftmaxOptions = {}): t.Tensor {
-  return t.softmax(t.neg(input), softmaxDim(input, dim, 'softmin'), opts.dtype ?? null);
-}
+export const softmin = define(
+  'softmin',
+  SOFTMAX,
+  ({ input, dim = null, dtype = null }: In<SoftmaxOptions>): t.Tensor =>
+    t.softmax(t.neg(input), softmaxDim(input, dim, 'softmin'), dtype),
+);
 
 /** Scaled ELU with PyTorch's fixed alpha and scale (self-normalising networks). */
-export function selu(input: t.Tensor, opts: Inplace = {}): t.Tensor {
-  return opts.inplace ? aten('aten::selu_', input) : aten('aten::selu', input);
-}
+export const selu = define(
+  'selu',
+  INPLACE,
+  ({ input, inplace }: In<Inplace>): t.Tensor =>
+    inplace ? aten('aten::selu_', input) : aten('aten::selu', input),
+);
 
 /** max(0, x) + min(0, alpha·(exp(x/alpha) - 1)). */
-export function celu(input: t.Tensor, opts: { alpha?: number } & Inplace = {}): t.Tensor {
-  const alpha = opts.alpha ?? 1;
-  return opts.inplace ? aten('aten::celu_', input, alpha) : aten('aten::celu', input, alpha);
-}
+export const celu = define(
+  'celu',
+  { required: ['input'], optional: ['alpha', 'inplace'] },
+  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor =>
+    inplace ? aten('aten::celu_', input, alpha) : aten('aten::celu', input, alpha),
+);
 
 /** x where x > threshold, else value. */
-export function threshold(input: t.Tensor, threshold: number, value: number, opts: Inplace = {}): t.Tensor {
-  return opts.inplace
-    ? aten('aten::threshold_', input, threshold, value)
-    : aten('aten::threshold', input, threshold, value);
-}
+export const threshold = define(
+  'threshold',
+  { required: ['input', 'threshold', 'value'], optional: ['inplace'] },
+  ({ input, threshold, value, inplace }: In<{ threshold: number; value: number } & Inplace>): t.Tensor =>
+    inplace
+      ? aten('aten::threshold_', input, threshold, value)
+      : aten('aten::threshold', input, threshold, value),
+);
+
+const LAMBD = { required: ['input'], optional: ['lambd'] } as const;
 
 /** x where |x| > lambd, else 0. */
-export function hardshrink(input: t.Tensor, lambd = 0.5): t.Tensor {
-  return aten('aten::hardshrink', input, lambd);
-}
+export const hardshrink = define('hardshrink', LAMBD, ({ input, lambd = 0.5 }: In<{ lambd?: number }>) =>
+  aten('aten::hardshrink', input, lambd),
+);
 
 /** x - lambd·sign(x) where |x| > lambd, else 0. */
-export function softshrink(input: t.Tensor, lambd = 0.5): t.Tensor {
-  return aten('aten::softshrink', input, lambd);
-}
+export const softshrink = define('softshrink', LAMBD, ({ input, lambd = 0.5 }: In<{ lambd?: number }>) =>
+  aten('aten::softshrink', input, lambd),
+);
 
 /** x - tanh(x) (PyTorch's own composite). */
-export function tanhshrink(input: t.Tensor): t.Tensor {
-  return t.tidy(() => t.sub(input, t.tanh(input)));
-}
+export const tanhshrink = define(
+  'tanhshrink',
+  INPUT,
+  ({ input }: In): t.Tensor => t.tidy(() => t.sub(input, t.tanh(input))),
+);
 
 /** x / (|x| + 1) (PyTorch's own composite). */
-export function softsign(input: t.Tensor): t.Tensor {
-  return t.tidy(() => t.div(input, t.add(t.abs(input), 1)));
-}
+export const softsign = define(
+  'softsign',
+  INPUT,
+  ({ input }: In): t.Tensor => t.tidy(() => t.div(input, t.add(t.abs(input), 1))),
+);
 
 /** max(0, x) + weight·min(0, x), with a learnt slope per channel (or one for all). */
-export function prelu(input: t.Tensor, weight: t.Tensor): t.Tensor {
-  return aten('aten::prelu', input, weight);
+export const prelu = define(
+  'prelu',
+  { required: ['input', 'weight'] },
+  ({ input, weight }: In<{ weight: t.Tensor }>): t.Tensor => aten('aten::prelu', input, weight),
+);
+
+export interface RreluOptions extends Inplace {
+  lower?: number;
+  upper?: number;
+  /** Draw the slopes (else use their mean). Default false. */
+  training?: boolean;
 }
 
 /**
  * Randomized leaky ReLU: in training the negative slope is drawn from U(lower, upper)
  * per element; otherwise it is (lower + upper) / 2.
  */
-export function rrelu(
-  input: t.Tensor,
-  opts: { lower?: number; upper?: number; training?: boolean } & Inplace = {},
-): t.Tensor {
-  const lower = opts.lower ?? 1 / 8;
-  const upper = opts.upper ?? 1 / 3;
-  const training = opts.training ?? false;
-  return opts.inplace
-    ? aten('aten::rrelu_', input, lower, upper, training, null)
-    : aten('aten::rrelu', input, lower, upper, training, null);
-}
+export const rrelu = define(
+  'rrelu',
+  { required: ['input'], optional: ['lower', 'upper', 'training', 'inplace'] },
+  ({ input, lower = 1 / 8, upper = 1 / 3, training = false, inplace }: In<RreluOptions>): t.Tensor =>
+    inplace
+      ? aten('aten::rrelu_', input, lower, upper, training, null)
+      : aten('aten::rrelu', input, lower, upper, training, null),
+);
 
 // The in-place forms torch.nn.functional also exports under their own names.
-export function relu_(input: t.Tensor): t.Tensor {
-  return relu(input, { inplace: true });
-}
-export function elu_(input: t.Tensor, opts: { alpha?: number } = {}): t.Tensor {
-  return elu(input, { ...opts, inplace: true });
-}
-export function celu_(input: t.Tensor, opts: { alpha?: number } = {}): t.Tensor {
-  return celu(input, { ...opts, inplace: true });
-}
-export function selu_(input: t.Tensor): t.Tensor {
-  return selu(input, { inplace: true });
-}
-export function leakyRelu_(input: t.Tensor, opts: { negativeSlope?: number } = {}): t.Tensor {
-  return leakyRelu(input, { ...opts, inplace: true });
-}
-export function hardtanh_(input: t.Tensor, opts: { minVal?: number; maxVal?: number } = {}): t.Tensor {
-  return hardtanh(input, { ...opts, inplace: true });
-}
-export function rrelu_(
-  input: t.Tensor,
-  opts: { lower?: number; upper?: number; training?: boolean } = {},
-): t.Tensor {
-  return rrelu(input, { ...opts, inplace: true });
-}
-export function threshold_(input: t.Tensor, thresholdValue: number, value: number): t.Tensor {
-  return threshold(input, thresholdValue, value, { inplace: true });
-}
+export const relu_ = define('relu_', INPUT, ({ input }: In): t.Tensor => relu(input, { inplace: true }));
+export const elu_ = define(
+  'elu_',
+  { required: ['input'], optional: ['alpha'] },
+  ({ input, alpha }: In<{ alpha?: number }>): t.Tensor => elu(input, { alpha, inplace: true }),
+);
+export const celu_ = define(
+  'celu_',
+  { required: ['input'], optional: ['alpha'] },
+  ({ input, alpha }: In<{ alpha?: number }>): t.Tensor => celu(input, { alpha, inplace: true }),
+);
+export const selu_ = define('selu_', INPUT, ({ input }: In): t.Tensor => selu(input, { inplace: true }));
+export const leakyRelu_ = define(
+  'leakyRelu_',
+  { required: ['input'], optional: ['negativeSlope'] },
+  ({ input, negativeSlope }: In<{ negativeSlope?: number }>): t.Tensor =>
+    leakyRelu(input, { negativeSlope, inplace: true }),
+);
+export const hardtanh_ = define(
+  'hardtanh_',
+  { required: ['input'], optional: ['minVal', 'maxVal'] },
+  ({ input, minVal, maxVal }: In<{ minVal?: number; maxVal?: number }>): t.Tensor =>
+    hardtanh(input, { minVal, maxVal, inplace: true }),
+);
+export const rrelu_ = define(
+  'rrelu_',
+  { required: ['input'], optional: ['lower', 'upper', 'training'] },
+  ({ input, lower, upper, training }: In<Omit<RreluOptions, 'inplace'>>): t.Tensor =>
+    rrelu(input, { lower, upper, training, inplace: true }),
+);
+export const threshold_ = define(
+  'threshold_',
+  { required: ['input', 'threshold', 'value'] },
+  ({ input, threshold: th, value }: In<{ threshold: number; value: number }>): t.Tensor =>
+    threshold(input, th, value, { inplace: true }),
+);
 
 export interface GumbelSoftmaxOptions {
   /** Temperature. Default 1. */
   tau?: number;
   /** Return one-hot samples (with the soft samples' gradient, straight-through). Default false. */
   hard?: boolean;
+  /** Deprecated in PyTorch, where it has no effect: accepted, without effect. */
+  eps?: number;
   /** Default -1. */
   dim?: number;
 }
@@ -220,17 +319,18 @@ export interface GumbelSoftmaxOptions {
  * (Gumbel noise from exponential_ on the default generator: the same draws as PyTorch
  * after the same manualSeed).
  */
-export function gumbelSoftmax(logits: t.Tensor, opts: GumbelSoftmaxOptions = {}): t.Tensor {
-  const tau = opts.tau ?? 1;
-  const dim = opts.dim ?? -1;
-  return t.tidy(() => {
-    const noise = aten('aten::exponential_', t.emptyLike(logits), 1, null);
-    const gumbels = t.div(t.add(logits, t.neg(t.log(noise))), tau);
-    const ySoft = t.softmax(gumbels, dim);
-    if (!opts.hard) return ySoft;
-    const [, index] = t.ops.call('aten::max.dim', ySoft, dim, true) as [t.Tensor, t.Tensor];
-    const yHard = aten('aten::scatter_.value', t.zerosLike(logits), dim, index, 1);
-    // y_hard - y_soft.detach() + y_soft: one-hot values, the soft samples' gradient.
-    return t.add(t.sub(yHard, ySoft.detach()), ySoft);
-  });
-}
+export const gumbelSoftmax = define(
+  'gumbelSoftmax',
+  { required: ['logits'], optional: ['tau', 'hard', 'eps', 'dim'], inert: ['eps'] },
+  ({ logits, tau = 1, hard = false, dim = -1 }: { logits: t.Tensor } & GumbelSoftmaxOptions): t.Tensor =>
+    t.tidy(() => {
+      const noise = aten('aten::exponential_', t.emptyLike(logits), 1, null);
+      const gumbels = t.div(t.add(logits, t.neg(t.log(noise))), tau);
+      const ySoft = t.softmax(gumbels, dim);
+      if (!hard) return ySoft;
+      const [, index] = t.ops.call('aten::max.dim', ySoft, dim, true) as [t.Tensor, t.Tensor];
+      const yHard = aten('aten::scatter_.value', t.zerosLike(logits), dim, index, 1);
+      // y_hard - y_soft.detach() + y_soft: one-hot values, the soft samples' gradient.
+      return t.add(t.sub(yHard, ySoft.detach()), ySoft);
+    }),
+);

@@ -4,6 +4,7 @@
 // masks from the same seed. selfAttentionBatchFirst is the faster batch-first form
 // MultiheadAttention takes for unmasked self-attention (architecture §2).
 import * as t from '../../core/index.ts';
+import { define } from '../args.ts';
 import { sameShape } from './common.ts';
 import { dropout } from './dropout.ts';
 import { pad } from './vision.ts';
@@ -15,36 +16,45 @@ export interface ScaledDotProductAttentionOptions {
   dropoutP?: number;
   /** Attend only to earlier positions (a lower-triangular mask). Default false. */
   isCausal?: boolean;
-  /** Default 1/√E (E = query's last dim). */
+  /** Default 1/√E (E = query's last dim). Keyword-only, as in PyTorch. */
   scale?: number | null;
-  /** Grouped-query attention: key/value may have fewer heads (dim -3) than query. Default false. */
+  /** Grouped-query attention: key/value may have fewer heads (dim -3) than query. Default false. Keyword-only. */
   enableGqa?: boolean;
 }
 
+type QKV<O> = { query: t.Tensor; key: t.Tensor; value: t.Tensor } & O;
+
 /** softmax(Q·Kᵀ·scale + mask)·V over libtorch's fused kernels (torch.nn.functional.scaled_dot_product_attention). */
-export function scaledDotProductAttention(
-  query: t.Tensor,
-  key: t.Tensor,
-  value: t.Tensor,
-  opts: ScaledDotProductAttentionOptions = {},
-): t.Tensor {
-  const p = opts.dropoutP ?? 0;
-  if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout_p must be between 0 and 1, got ${p}`);
-  return t.scaledDotProductAttention(query, key, value, opts.attnMask ?? null, p, opts.isCausal ?? false, {
-    scale: opts.scale ?? null,
-    enableGqa: opts.enableGqa ?? false,
-  });
-}
+export const scaledDotProductAttention = define(
+  'scaledDotProductAttention',
+  {
+    required: ['query', 'key', 'value'],
+    optional: ['attnMask', 'dropoutP', 'isCausal'],
+    keywordOnly: ['scale', 'enableGqa'],
+  },
+  ({ query, key, value, ...opts }: QKV<ScaledDotProductAttentionOptions>): t.Tensor => {
+    const p = opts.dropoutP ?? 0;
+    if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout_p must be between 0 and 1, got ${p}`);
+    return t.scaledDotProductAttention(query, key, value, opts.attnMask ?? null, p, opts.isCausal ?? false, {
+      scale: opts.scale ?? null,
+      enableGqa: opts.enableGqa ?? false,
+    });
+  },
+);
 
 /**
  * PyTorch's `_canonical_mask`: a bool mask (true = masked out) becomes a float mask of
  * `dtype` with -inf where true; float masks pass unchanged; other dtypes are refused.
  */
-export function canonicalMask(
-  mask: t.Tensor | null | undefined,
-  name: string,
-  dtype: t.DTypeName,
-): t.Tensor | null {
+export const canonicalMask = define(
+  'canonicalMask',
+  { required: ['mask', 'name', 'dtype'] },
+  ({ mask, name, dtype }: { mask: t.Tensor | null; name: string; dtype: t.DTypeName }): t.Tensor | null =>
+    floatMask(mask, name, dtype),
+);
+
+/** canonicalMask's work, for callers whose mask may be undefined (an option not given). */
+function floatMask(mask: t.Tensor | null | undefined, name: string, dtype: t.DTypeName): t.Tensor | null {
   if (mask === null || mask === undefined) return null;
   if (mask.dtype === 'bool')
     return t.maskedFill_(t.zerosLike(mask, { dtype }), mask, Number.NEGATIVE_INFINITY);
@@ -78,6 +88,23 @@ export interface MultiHeadAttentionForwardOptions {
 /** The attention output [L, N, E] and, with needWeights, the weights [N, L, S] (or [N, H, L, S]). */
 export type AttentionResult = [t.Tensor, t.Tensor | null];
 
+/** multiHeadAttentionForward's parameters by name: its 13 required ones and the options. */
+interface MhaParams extends MultiHeadAttentionForwardOptions {
+  query: t.Tensor;
+  key: t.Tensor;
+  value: t.Tensor;
+  embedDimToCheck: number;
+  numHeads: number;
+  inProjWeight: t.Tensor | null;
+  inProjBias: t.Tensor | null;
+  biasK: t.Tensor | null;
+  biasV: t.Tensor | null;
+  addZeroAttn: boolean;
+  dropoutP: number;
+  outProjWeight: t.Tensor;
+  outProjBias: t.Tensor | null;
+}
+
 /**
  * torch.nn.functional.multi_head_attention_forward: query [L, N, E] (or [L, E]), key and
  * value [S, N, E_k/E_v], sequence-first. MultiheadAttention's computation, in PyTorch's
@@ -86,22 +113,46 @@ export type AttentionResult = [t.Tensor, t.Tensor | null];
  * merged into the attention mask, then the attention (explicit when the weights are
  * returned, libtorch's fused kernel otherwise) and the out-projection.
  */
-export function multiHeadAttentionForward(
-  query: t.Tensor,
-  key: t.Tensor,
-  value: t.Tensor,
-  embedDimToCheck: number,
-  numHeads: number,
-  inProjWeight: t.Tensor | null,
-  inProjBias: t.Tensor | null,
-  biasK: t.Tensor | null,
-  biasV: t.Tensor | null,
-  addZeroAttn: boolean,
-  dropoutP: number,
-  outProjWeight: t.Tensor,
-  outProjBias: t.Tensor | null,
-  opts: MultiHeadAttentionForwardOptions = {},
-): AttentionResult {
+export const multiHeadAttentionForward = define(
+  'multiHeadAttentionForward',
+  {
+    required: [
+      'query',
+      'key',
+      'value',
+      'embedDimToCheck',
+      'numHeads',
+      'inProjWeight',
+      'inProjBias',
+      'biasK',
+      'biasV',
+      'addZeroAttn',
+      'dropoutP',
+      'outProjWeight',
+      'outProjBias',
+    ],
+    optional: [
+      'training',
+      'keyPaddingMask',
+      'needWeights',
+      'attnMask',
+      'useSeparateProjWeight',
+      'qProjWeight',
+      'kProjWeight',
+      'vProjWeight',
+      'staticK',
+      'staticV',
+      'averageAttnWeights',
+      'isCausal',
+    ],
+  },
+  mhaForward,
+);
+
+function mhaForward(opts: MhaParams): AttentionResult {
+  let { query, key, value } = opts;
+  const { embedDimToCheck, numHeads, inProjWeight, inProjBias, biasK, biasV } = opts;
+  const { addZeroAttn, dropoutP, outProjWeight, outProjBias } = opts;
   return t.tidy(() => {
     const needWeights = opts.needWeights ?? true;
     const batched = mhaShapeCheck(query, key, value, opts, numHeads);
@@ -165,7 +216,7 @@ function mhaMasks(
 ): { keyPaddingMask: t.Tensor | null; attnMask: t.Tensor | null; isCausal: boolean } {
   let keyPaddingMask = opts.keyPaddingMask ?? null;
   if (!batched && keyPaddingMask !== null) keyPaddingMask = t.unsqueeze(keyPaddingMask, 0);
-  keyPaddingMask = canonicalMask(keyPaddingMask, 'key_padding_mask', dtype);
+  keyPaddingMask = floatMask(keyPaddingMask, 'key_padding_mask', dtype);
   const attnMask = opts.attnMask ?? null;
   let isCausal = opts.isCausal ?? false;
   if (isCausal && attnMask === null) {
@@ -177,7 +228,7 @@ function mhaMasks(
   if (isCausal && keyPaddingMask === null && !needWeights)
     return { keyPaddingMask, attnMask: null, isCausal };
   if (keyPaddingMask !== null) isCausal = false;
-  return { keyPaddingMask, attnMask: canonicalMask(attnMask, 'attn_mask', dtype), isCausal };
+  return { keyPaddingMask, attnMask: floatMask(attnMask, 'attn_mask', dtype), isCausal };
 }
 
 /** The head size, after PyTorch's checks of the embedding size and of key against value. */
@@ -355,15 +406,24 @@ function fusedAttention(
  * layout and values; the in-projection's weight gradient sums rows in another order, so it
  * differs by float rounding (architecture §2, "Where a module leaves PyTorch's op sequence").
  */
-export function selfAttentionBatchFirst(
-  x: t.Tensor,
-  numHeads: number,
-  inProjWeight: t.Tensor,
-  inProjBias: t.Tensor | null,
-  outProjWeight: t.Tensor,
-  outProjBias: t.Tensor | null,
-  dropoutP: number,
-): t.Tensor {
+export const selfAttentionBatchFirst = define(
+  'selfAttentionBatchFirst',
+  { required: ['x', 'numHeads', 'inProjWeight', 'inProjBias', 'outProjWeight', 'outProjBias', 'dropoutP'] },
+  selfAttention,
+);
+
+interface SelfAttentionParams {
+  x: t.Tensor;
+  numHeads: number;
+  inProjWeight: t.Tensor;
+  inProjBias: t.Tensor | null;
+  outProjWeight: t.Tensor;
+  outProjBias: t.Tensor | null;
+  dropoutP: number;
+}
+
+function selfAttention(a: SelfAttentionParams): t.Tensor {
+  const { x, numHeads, inProjWeight, inProjBias, outProjWeight, outProjBias, dropoutP } = a;
   return t.tidy(() => {
     if (x.ndim !== 3)
       throw new RangeError(`selfAttentionBatchFirst: expected x as [N, L, E], got [${x.shape}]`);

@@ -1,6 +1,7 @@
 // Fractional max pooling (torch.nn.functional.fractional_max_pool2d/3d): pooling regions
 // placed by random samples in [0, 1), one pair (triple) per batch entry and channel.
 import * as t from '../../core/index.ts';
+import { define } from '../args.ts';
 import { withoutIndices } from './common.ts';
 
 export interface FractionalMaxPoolOptions {
@@ -13,14 +14,32 @@ export interface FractionalMaxPoolOptions {
    * `_random_samples`); drawn with t.rand when not given.
    */
   randomSamples?: t.Tensor | null;
+  /** PyTorch's name of randomSamples. */
+  _randomSamples?: t.Tensor | null;
+  /**
+   * Only false in fractionalMaxPool{2,3}d (call fractionalMaxPool{2,3}dWithIndices for the
+   * indices); the WithIndices forms ignore it, as PyTorch's do.
+   */
+  returnIndices?: boolean;
 }
 
-function fractional(
-  dims: 2 | 3,
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: FractionalMaxPoolOptions,
-): [t.Tensor, t.Tensor] {
+type FractionalParams = { input: t.Tensor; kernelSize: number | number[] } & FractionalMaxPoolOptions;
+
+// (input, kernel_size, output_size, output_ratio, return_indices, _random_samples); tsddp
+// also names the samples randomSamples.
+const SIG = {
+  required: ['input', 'kernelSize'],
+  optional: ['outputSize', 'outputRatio', 'returnIndices', '_randomSamples'],
+  aliases: { randomSamples: '_randomSamples' },
+} as const;
+const WITHOUT_INDICES = { ...SIG, unsupported: { returnIndices: false } } as const;
+const WITH_INDICES = { ...SIG, inert: ['returnIndices'] } as const;
+const hint = (dims: number) => ({
+  returnIndices: `call fractionalMaxPool${dims}dWithIndices for the indices`,
+});
+
+function fractional(dims: 2 | 3, opts: FractionalParams): [t.Tensor, t.Tensor] {
+  const { input, kernelSize } = opts;
   const fn = `fractionalMaxPool${dims}d()`;
   const perDim = (v: number | number[]) =>
     typeof v === 'number' ? Array.from({ length: dims }, () => v) : v;
@@ -36,7 +55,7 @@ function fractional(
   }
   const size = perDim(outputSize as number | number[]);
   return t.tidy(() => {
-    let samples = opts.randomSamples ?? null;
+    let samples = opts._randomSamples ?? null;
     if (samples === null) {
       const batched = input.ndim === dims + 2;
       const nBatch = batched ? input.shape[0] : 1;
@@ -53,35 +72,27 @@ function fractional(
 }
 
 /** fractional_max_pool2d with return_indices=True: [output, indices]. */
-export function fractionalMaxPool2dWithIndices(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: FractionalMaxPoolOptions = {},
-): [t.Tensor, t.Tensor] {
-  return fractional(2, input, kernelSize, opts);
-}
+export const fractionalMaxPool2dWithIndices = define(
+  'fractionalMaxPool2dWithIndices',
+  WITH_INDICES,
+  (a: FractionalParams): [t.Tensor, t.Tensor] => fractional(2, a),
+);
 
-export function fractionalMaxPool2d(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: FractionalMaxPoolOptions = {},
-): t.Tensor {
-  return withoutIndices(fractional(2, input, kernelSize, opts));
-}
+export const fractionalMaxPool2d = define(
+  'fractionalMaxPool2d',
+  { ...WITHOUT_INDICES, hints: hint(2) },
+  (a: FractionalParams): t.Tensor => withoutIndices(fractional(2, a)),
+);
 
 /** fractional_max_pool3d with return_indices=True: [output, indices]. */
-export function fractionalMaxPool3dWithIndices(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: FractionalMaxPoolOptions = {},
-): [t.Tensor, t.Tensor] {
-  return fractional(3, input, kernelSize, opts);
-}
+export const fractionalMaxPool3dWithIndices = define(
+  'fractionalMaxPool3dWithIndices',
+  WITH_INDICES,
+  (a: FractionalParams): [t.Tensor, t.Tensor] => fractional(3, a),
+);
 
-export function fractionalMaxPool3d(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: FractionalMaxPoolOptions = {},
-): t.Tensor {
-  return withoutIndices(fractional(3, input, kernelSize, opts));
-}
+export const fractionalMaxPool3d = define(
+  'fractionalMaxPool3d',
+  { ...WITHOUT_INDICES, hints: hint(3) },
+  (a: FractionalParams): t.Tensor => withoutIndices(fractional(3, a)),
+);

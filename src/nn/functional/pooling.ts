@@ -1,5 +1,8 @@
-// Pooling functions of torch.nn.functional.
+// Pooling functions of torch.nn.functional, with PyTorch's parameters positional or by
+// name (nn/args.ts). The functions without indices refuse return_indices=True (their
+// WithIndices forms return them), so a call's result type does not depend on a flag.
 import * as t from '../../core/index.ts';
+import { define } from '../args.ts';
 import { aten, type IntOrPair, withoutIndices } from './common.ts';
 
 export interface MaxPool2dOptions {
@@ -8,6 +11,8 @@ export interface MaxPool2dOptions {
   padding?: IntOrPair;
   dilation?: IntOrPair;
   ceilMode?: boolean;
+  /** Only false (the WithIndices form returns the indices; it ignores this, as PyTorch's does). */
+  returnIndices?: boolean;
 }
 
 interface MaxPoolNdOptions {
@@ -15,7 +20,11 @@ interface MaxPoolNdOptions {
   padding?: number | number[];
   dilation?: number | number[];
   ceilMode?: boolean;
+  /** Only false (the WithIndices form returns the indices; it ignores this, as PyTorch's does). */
+  returnIndices?: boolean;
 }
+
+type Pool<K, O> = { input: t.Tensor; kernelSize: K } & O;
 
 /** The max_pool ops' arguments after the kernel size, with PyTorch's defaults (stride: the kernel size). */
 function maxPoolArgs(kernelSize: number | number[], opts: MaxPoolNdOptions) {
@@ -36,18 +45,35 @@ function withIndices(name: string, ...args: unknown[]): [t.Tensor, t.Tensor] {
   return t.ops.call(name, ...args) as [t.Tensor, t.Tensor];
 }
 
-export function maxPool2d(input: t.Tensor, kernelSize: IntOrPair, opts: MaxPool2dOptions = {}): t.Tensor {
-  return t.maxPool2d(input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+// max_pool{1,2,3}d and their WithIndices forms: (input, kernel_size, stride, padding,
+// dilation, ceil_mode, return_indices).
+const MAX_POOL = {
+  required: ['input', 'kernelSize'],
+  optional: ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices'],
+} as const;
+const noIndices = (fn: string) => ({
+  unsupported: { returnIndices: false },
+  hints: { returnIndices: `call ${fn}WithIndices for the indices` },
+});
+const MAX_POOL_1D = { ...MAX_POOL, ...noIndices('maxPool1d') } as const;
+const MAX_POOL_2D = { ...MAX_POOL, ...noIndices('maxPool2d') } as const;
+const MAX_POOL_3D = { ...MAX_POOL, ...noIndices('maxPool3d') } as const;
+const MAX_POOL_INDICES = { ...MAX_POOL, inert: ['returnIndices'] } as const;
+
+export const maxPool2d = define(
+  'maxPool2d',
+  MAX_POOL_2D,
+  ({ input, kernelSize, ...opts }: Pool<IntOrPair, MaxPool2dOptions>): t.Tensor =>
+    t.maxPool2d(input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
 
 /** max_pool2d with return_indices=True: [output, indices]. */
-export function maxPool2dWithIndices(
-  input: t.Tensor,
-  kernelSize: IntOrPair,
-  opts: MaxPool2dOptions = {},
-): [t.Tensor, t.Tensor] {
-  return t.maxPool2dWithIndices(input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+export const maxPool2dWithIndices = define(
+  'maxPool2dWithIndices',
+  MAX_POOL_INDICES,
+  ({ input, kernelSize, ...opts }: Pool<IntOrPair, MaxPool2dOptions>): [t.Tensor, t.Tensor] =>
+    t.maxPool2dWithIndices(input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
 
 export interface AvgPool2dOptions {
   /** Default: kernelSize. */
@@ -60,131 +86,167 @@ export interface AvgPool2dOptions {
   divisorOverride?: number | null;
 }
 
-export function avgPool2d(input: t.Tensor, kernelSize: IntOrPair, opts: AvgPool2dOptions = {}): t.Tensor {
-  return t.avgPool2d(input, kernelSize, ...avgPoolArgs(kernelSize, opts), opts.divisorOverride ?? null);
-}
+const AVG_POOL_1D = {
+  required: ['input', 'kernelSize'],
+  optional: ['stride', 'padding', 'ceilMode', 'countIncludePad'],
+} as const;
+const AVG_POOL = { ...AVG_POOL_1D, optional: [...AVG_POOL_1D.optional, 'divisorOverride'] } as const;
 
-export function adaptiveAvgPool2d(input: t.Tensor, outputSize: IntOrPair): t.Tensor {
-  return t.adaptiveAvgPool2d(input, outputSize);
-}
+export const avgPool2d = define(
+  'avgPool2d',
+  AVG_POOL,
+  ({ input, kernelSize, ...opts }: Pool<IntOrPair, AvgPool2dOptions>): t.Tensor =>
+    t.avgPool2d(input, kernelSize, ...avgPoolArgs(kernelSize, opts), opts.divisorOverride ?? null),
+);
+
+type Adaptive<S> = { input: t.Tensor; outputSize: S; returnIndices?: boolean };
+const ADAPTIVE = { required: ['input', 'outputSize'] } as const;
+const ADAPTIVE_MAX = { required: ['input', 'outputSize'], optional: ['returnIndices'] } as const;
+const adaptiveMax = (fn: string) => ({ ...ADAPTIVE_MAX, ...noIndices(fn) });
+const ADAPTIVE_MAX_INDICES = { ...ADAPTIVE_MAX, inert: ['returnIndices'] } as const;
+
+export const adaptiveAvgPool2d = define(
+  'adaptiveAvgPool2d',
+  ADAPTIVE,
+  ({ input, outputSize }: Adaptive<IntOrPair>): t.Tensor => t.adaptiveAvgPool2d(input, outputSize),
+);
 
 /** adaptive_max_pool2d without indices. */
-export function adaptiveMaxPool2d(input: t.Tensor, outputSize: IntOrPair): t.Tensor {
-  return withoutIndices(withIndices('aten::adaptive_max_pool2d', input, outputSize));
-}
+export const adaptiveMaxPool2d = define(
+  'adaptiveMaxPool2d',
+  adaptiveMax('adaptiveMaxPool2d'),
+  ({ input, outputSize }: Adaptive<IntOrPair>): t.Tensor =>
+    withoutIndices(withIndices('aten::adaptive_max_pool2d', input, outputSize)),
+);
+
+type AvgPool1dOptions = {
+  stride?: number | [number] | null;
+  padding?: number | [number];
+  ceilMode?: boolean;
+  countIncludePad?: boolean;
+};
 
 /** average pooling over [N, C, L] input. */
-export function avgPool1d(
-  input: t.Tensor,
-  kernelSize: number | [number],
-  opts: {
-    stride?: number | [number] | null;
-    padding?: number | [number];
-    ceilMode?: boolean;
-    countIncludePad?: boolean;
-  } = {},
-): t.Tensor {
-  return aten('aten::avg_pool1d', input, kernelSize, ...avgPoolArgs(kernelSize, opts));
-}
+export const avgPool1d = define(
+  'avgPool1d',
+  AVG_POOL_1D,
+  ({ input, kernelSize, ...opts }: Pool<number | [number], AvgPool1dOptions>): t.Tensor =>
+    aten('aten::avg_pool1d', input, kernelSize, ...avgPoolArgs(kernelSize, opts)),
+);
+
+type MaxPool1dOptions = {
+  stride?: number | [number] | null;
+  padding?: number | [number];
+  dilation?: number | [number];
+  ceilMode?: boolean;
+  returnIndices?: boolean;
+};
 
 /** max pooling over [N, C, L] input. */
-export function maxPool1d(
-  input: t.Tensor,
-  kernelSize: number | [number],
-  opts: {
-    stride?: number | [number] | null;
-    padding?: number | [number];
-    dilation?: number | [number];
-    ceilMode?: boolean;
-  } = {},
-): t.Tensor {
-  return aten('aten::max_pool1d', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+export const maxPool1d = define(
+  'maxPool1d',
+  MAX_POOL_1D,
+  ({ input, kernelSize, ...opts }: Pool<number | [number], MaxPool1dOptions>): t.Tensor =>
+    aten('aten::max_pool1d', input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
 
-export function adaptiveAvgPool1d(input: t.Tensor, outputSize: number | [number]): t.Tensor {
-  return aten('aten::adaptive_avg_pool1d', input, outputSize);
-}
+export const adaptiveAvgPool1d = define(
+  'adaptiveAvgPool1d',
+  ADAPTIVE,
+  ({ input, outputSize }: Adaptive<number | [number]>): t.Tensor =>
+    aten('aten::adaptive_avg_pool1d', input, outputSize),
+);
 
 /** adaptive_max_pool1d without indices. */
-export function adaptiveMaxPool1d(input: t.Tensor, outputSize: number | [number]): t.Tensor {
-  return withoutIndices(withIndices('aten::adaptive_max_pool1d', input, outputSize));
-}
+export const adaptiveMaxPool1d = define(
+  'adaptiveMaxPool1d',
+  adaptiveMax('adaptiveMaxPool1d'),
+  ({ input, outputSize }: Adaptive<number | [number]>): t.Tensor =>
+    withoutIndices(withIndices('aten::adaptive_max_pool1d', input, outputSize)),
+);
 
-export function avgPool3d(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: {
-    stride?: number | number[] | null;
-    padding?: number | number[];
-    ceilMode?: boolean;
-    countIncludePad?: boolean;
-    divisorOverride?: number | null;
-  } = {},
-): t.Tensor {
-  const divisorOverride = opts.divisorOverride ?? null;
-  return aten('aten::avg_pool3d', input, kernelSize, ...avgPoolArgs(kernelSize, opts), divisorOverride);
-}
+type AvgPool3dOptions = {
+  stride?: number | number[] | null;
+  padding?: number | number[];
+  ceilMode?: boolean;
+  countIncludePad?: boolean;
+  divisorOverride?: number | null;
+};
 
-export function maxPool3d(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: {
-    stride?: number | number[] | null;
-    padding?: number | number[];
-    dilation?: number | number[];
-    ceilMode?: boolean;
-  } = {},
-): t.Tensor {
-  return aten('aten::max_pool3d', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+export const avgPool3d = define(
+  'avgPool3d',
+  AVG_POOL,
+  ({ input, kernelSize, ...opts }: Pool<number | number[], AvgPool3dOptions>): t.Tensor =>
+    aten(
+      'aten::avg_pool3d',
+      input,
+      kernelSize,
+      ...avgPoolArgs(kernelSize, opts),
+      opts.divisorOverride ?? null,
+    ),
+);
 
-export function adaptiveAvgPool3d(input: t.Tensor, outputSize: number | number[]): t.Tensor {
-  return aten('aten::adaptive_avg_pool3d', input, outputSize);
-}
+export const maxPool3d = define(
+  'maxPool3d',
+  MAX_POOL_3D,
+  ({ input, kernelSize, ...opts }: Pool<number | number[], MaxPoolNdOptions>): t.Tensor =>
+    aten('aten::max_pool3d', input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
+
+export const adaptiveAvgPool3d = define(
+  'adaptiveAvgPool3d',
+  ADAPTIVE,
+  ({ input, outputSize }: Adaptive<number | number[]>): t.Tensor =>
+    aten('aten::adaptive_avg_pool3d', input, outputSize),
+);
 
 /** adaptive_max_pool3d without indices. */
-export function adaptiveMaxPool3d(input: t.Tensor, outputSize: number | number[]): t.Tensor {
-  return withoutIndices(withIndices('aten::adaptive_max_pool3d', input, outputSize));
-}
+export const adaptiveMaxPool3d = define(
+  'adaptiveMaxPool3d',
+  adaptiveMax('adaptiveMaxPool3d'),
+  ({ input, outputSize }: Adaptive<number | number[]>): t.Tensor =>
+    withoutIndices(withIndices('aten::adaptive_max_pool3d', input, outputSize)),
+);
 
 /** adaptive_max_pool1d with return_indices=True: [output, indices]. */
-export function adaptiveMaxPool1dWithIndices(
-  input: t.Tensor,
-  outputSize: number | [number],
-): [t.Tensor, t.Tensor] {
-  return withIndices('aten::adaptive_max_pool1d', input, outputSize);
-}
+export const adaptiveMaxPool1dWithIndices = define(
+  'adaptiveMaxPool1dWithIndices',
+  ADAPTIVE_MAX_INDICES,
+  ({ input, outputSize }: Adaptive<number | [number]>): [t.Tensor, t.Tensor] =>
+    withIndices('aten::adaptive_max_pool1d', input, outputSize),
+);
 
 /** adaptive_max_pool2d with return_indices=True: [output, indices]. */
-export function adaptiveMaxPool2dWithIndices(input: t.Tensor, outputSize: IntOrPair): [t.Tensor, t.Tensor] {
-  return withIndices('aten::adaptive_max_pool2d', input, outputSize);
-}
+export const adaptiveMaxPool2dWithIndices = define(
+  'adaptiveMaxPool2dWithIndices',
+  ADAPTIVE_MAX_INDICES,
+  ({ input, outputSize }: Adaptive<IntOrPair>): [t.Tensor, t.Tensor] =>
+    withIndices('aten::adaptive_max_pool2d', input, outputSize),
+);
 
 /** adaptive_max_pool3d with return_indices=True: [output, indices]. */
-export function adaptiveMaxPool3dWithIndices(
-  input: t.Tensor,
-  outputSize: number | number[],
-): [t.Tensor, t.Tensor] {
-  return withIndices('aten::adaptive_max_pool3d', input, outputSize);
-}
+export const adaptiveMaxPool3dWithIndices = define(
+  'adaptiveMaxPool3dWithIndices',
+  ADAPTIVE_MAX_INDICES,
+  ({ input, outputSize }: Adaptive<number | number[]>): [t.Tensor, t.Tensor] =>
+    withIndices('aten::adaptive_max_pool3d', input, outputSize),
+);
 
 /** max_pool1d with return_indices=True: [output, indices]. */
-export function maxPool1dWithIndices(
-  input: t.Tensor,
-  kernelSize: number | [number],
-  opts: MaxPoolNdOptions = {},
-): [t.Tensor, t.Tensor] {
-  return withIndices('aten::max_pool1d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+export const maxPool1dWithIndices = define(
+  'maxPool1dWithIndices',
+  MAX_POOL_INDICES,
+  ({ input, kernelSize, ...opts }: Pool<number | [number], MaxPoolNdOptions>): [t.Tensor, t.Tensor] =>
+    withIndices('aten::max_pool1d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
 
 /** max_pool3d with return_indices=True: [output, indices]. */
-export function maxPool3dWithIndices(
-  input: t.Tensor,
-  kernelSize: number | number[],
-  opts: MaxPoolNdOptions = {},
-): [t.Tensor, t.Tensor] {
-  return withIndices('aten::max_pool3d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts));
-}
+export const maxPool3dWithIndices = define(
+  'maxPool3dWithIndices',
+  MAX_POOL_INDICES,
+  ({ input, kernelSize, ...opts }: Pool<number | number[], MaxPoolNdOptions>): [t.Tensor, t.Tensor] =>
+    withIndices('aten::max_pool3d_with_indices', input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
+);
 
 function tupleOf(v: number | number[], n: number, what: string): number[] {
   const out = typeof v === 'number' ? Array.from({ length: n }, () => v) : v;
@@ -228,12 +290,17 @@ export interface MaxUnpoolOptions {
   outputSize?: number[] | null;
 }
 
+type UnpoolParams<K> = { input: t.Tensor; indices: t.Tensor; kernelSize: K } & MaxUnpoolOptions;
+
+// max_unpool{1,2,3}d: (input, indices, kernel_size, stride, padding, output_size).
+const MAX_UNPOOL = {
+  required: ['input', 'indices', 'kernelSize'],
+  optional: ['stride', 'padding', 'outputSize'],
+} as const;
+
 function maxUnpool(
   n: 1 | 2 | 3,
-  input: t.Tensor,
-  indices: t.Tensor,
-  kernelSize: number | number[],
-  opts: MaxUnpoolOptions,
+  { input, indices, kernelSize, ...opts }: UnpoolParams<number | number[]>,
 ): t.Tensor {
   const what = `maxUnpool${n}d()`;
   const kernel = tupleOf(kernelSize, n, `${what}: kernelSize`);
@@ -250,34 +317,25 @@ function maxUnpool(
 }
 
 /** Inverts maxPool1d given its indices (non-maxima become 0). */
-export function maxUnpool1d(
-  input: t.Tensor,
-  indices: t.Tensor,
-  kernelSize: number | [number],
-  opts: MaxUnpoolOptions = {},
-): t.Tensor {
-  return maxUnpool(1, input, indices, kernelSize, opts);
-}
+export const maxUnpool1d = define(
+  'maxUnpool1d',
+  MAX_UNPOOL,
+  (a: UnpoolParams<number | [number]>): t.Tensor => maxUnpool(1, a),
+);
 
 /** Inverts maxPool2d given its indices (non-maxima become 0). */
-export function maxUnpool2d(
-  input: t.Tensor,
-  indices: t.Tensor,
-  kernelSize: IntOrPair,
-  opts: MaxUnpoolOptions = {},
-): t.Tensor {
-  return maxUnpool(2, input, indices, kernelSize, opts);
-}
+export const maxUnpool2d = define(
+  'maxUnpool2d',
+  MAX_UNPOOL,
+  (a: UnpoolParams<IntOrPair>): t.Tensor => maxUnpool(2, a),
+);
 
 /** Inverts maxPool3d given its indices (non-maxima become 0). */
-export function maxUnpool3d(
-  input: t.Tensor,
-  indices: t.Tensor,
-  kernelSize: number | number[],
-  opts: MaxUnpoolOptions = {},
-): t.Tensor {
-  return maxUnpool(3, input, indices, kernelSize, opts);
-}
+export const maxUnpool3d = define(
+  'maxUnpool3d',
+  MAX_UNPOOL,
+  (a: UnpoolParams<number | number[]>): t.Tensor => maxUnpool(3, a),
+);
 
 export interface LpPoolOptions {
   /** Default: kernelSize. */
@@ -285,13 +343,15 @@ export interface LpPoolOptions {
   ceilMode?: boolean;
 }
 
+type LpPoolParams<K> = { input: t.Tensor; normType: number; kernelSize: K } & LpPoolOptions;
+
+// lp_pool{1,2,3}d: (input, norm_type, kernel_size, stride, ceil_mode).
+const LP_POOL = { required: ['input', 'normType', 'kernelSize'], optional: ['stride', 'ceilMode'] } as const;
+
 // PyTorch's lp_pool composite: (sum over the window of x^p)^(1/p), through avg pooling.
 function lpPool(
   n: 1 | 2 | 3,
-  input: t.Tensor,
-  normType: number,
-  kernelSize: number | number[],
-  opts: LpPoolOptions,
+  { input, normType, kernelSize, ...opts }: LpPoolParams<number | number[]>,
 ): t.Tensor {
   const kernel = tupleOf(kernelSize, n, `lpPool${n}d(): kernelSize`);
   const stride = opts.stride ?? kernelSize;
@@ -318,31 +378,14 @@ function lpPool(
 }
 
 /** Power-average pooling over [N, C, L]: (Σ x^p)^(1/p) per window. */
-export function lpPool1d(
-  input: t.Tensor,
-  normType: number,
-  kernelSize: number,
-  opts: LpPoolOptions = {},
-): t.Tensor {
-  return lpPool(1, input, normType, kernelSize, opts);
-}
+export const lpPool1d = define('lpPool1d', LP_POOL, (a: LpPoolParams<number>): t.Tensor => lpPool(1, a));
 
 /** Power-average pooling over [N, C, H, W]. */
-export function lpPool2d(
-  input: t.Tensor,
-  normType: number,
-  kernelSize: IntOrPair,
-  opts: LpPoolOptions = {},
-): t.Tensor {
-  return lpPool(2, input, normType, kernelSize, opts);
-}
+export const lpPool2d = define('lpPool2d', LP_POOL, (a: LpPoolParams<IntOrPair>): t.Tensor => lpPool(2, a));
 
 /** Power-average pooling over [N, C, D, H, W]. */
-export function lpPool3d(
-  input: t.Tensor,
-  normType: number,
-  kernelSize: number | number[],
-  opts: LpPoolOptions = {},
-): t.Tensor {
-  return lpPool(3, input, normType, kernelSize, opts);
-}
+export const lpPool3d = define(
+  'lpPool3d',
+  LP_POOL,
+  (a: LpPoolParams<number | number[]>): t.Tensor => lpPool(3, a),
+);

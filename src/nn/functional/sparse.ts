@@ -1,7 +1,14 @@
-// embedding, embedding_bag and one_hot of torch.nn.functional.
+// embedding, embedding_bag and one_hot of torch.nn.functional, with PyTorch's parameters
+// positional or by name (nn/args.ts).
 import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
+import { define } from '../args.ts';
 import { aten } from './common.ts';
+
+const NO_SPARSE = {
+  unsupported: { sparse: false },
+  hints: { sparse: 'sparse gradients are not supported by tsddp' },
+} as const;
 
 export interface EmbeddingOptions {
   /** Row whose gradient is always zero (negative counts from the end). */
@@ -17,31 +24,41 @@ export interface EmbeddingOptions {
 }
 
 /** Rows of `weight` at the indices in `input` (torch.nn.functional.embedding's argument order). */
-export function embedding(input: t.Tensor, weight: t.Tensor, opts: EmbeddingOptions = {}): t.Tensor {
-  if (opts.sparse) throw new TypeError('embedding(): sparse gradients are not supported by tsddp');
-  const rows = weight.shape[0];
-  let paddingIdx = opts.paddingIdx ?? -1;
-  if (opts.paddingIdx !== undefined && opts.paddingIdx !== null) {
-    if (paddingIdx >= rows || paddingIdx < -rows) {
-      throw new RangeError(`embedding(): paddingIdx ${paddingIdx} must be within numEmbeddings (${rows})`);
+export const embedding = define(
+  'embedding',
+  {
+    required: ['input', 'weight'],
+    optional: ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse'],
+    ...NO_SPARSE,
+  },
+  ({ input, weight, ...opts }: { input: t.Tensor; weight: t.Tensor } & EmbeddingOptions): t.Tensor => {
+    const rows = weight.shape[0];
+    let paddingIdx = opts.paddingIdx ?? -1;
+    if (opts.paddingIdx !== undefined && opts.paddingIdx !== null) {
+      if (paddingIdx >= rows || paddingIdx < -rows) {
+        throw new RangeError(`embedding(): paddingIdx ${paddingIdx} must be within numEmbeddings (${rows})`);
+      }
+      if (paddingIdx < 0) paddingIdx += rows;
     }
-    if (paddingIdx < 0) paddingIdx += rows;
-  }
-  const maxNorm = opts.maxNorm ?? null;
-  if (maxNorm !== null) {
-    noGrad(() =>
-      t.tidy(() => {
-        aten('aten::embedding_renorm_', weight, t.contiguous(input), maxNorm, opts.normType ?? 2);
-      }),
-    );
-  }
-  return t.embedding(weight, input, paddingIdx, opts.scaleGradByFreq ?? false, false);
-}
+    const maxNorm = opts.maxNorm ?? null;
+    if (maxNorm !== null) {
+      noGrad(() =>
+        t.tidy(() => {
+          aten('aten::embedding_renorm_', weight, t.contiguous(input), maxNorm, opts.normType ?? 2);
+        }),
+      );
+    }
+    return t.embedding(weight, input, paddingIdx, opts.scaleGradByFreq ?? false, false);
+  },
+);
 
-/** int64 one-hot rows of the class indices in `input`; numClasses -1 means max + 1. */
-export function oneHot(input: t.Tensor, numClasses = -1): t.Tensor {
-  return t.oneHot(input, numClasses);
-}
+/** int64 one-hot rows of the class indices in `tensor`; numClasses -1 means max + 1. */
+export const oneHot = define(
+  'oneHot',
+  { required: ['tensor'], optional: ['numClasses'] },
+  ({ tensor, numClasses = -1 }: { tensor: t.Tensor; numClasses?: number }): t.Tensor =>
+    t.oneHot(tensor, numClasses),
+);
 
 export interface EmbeddingBagOptions {
   /** Start of each bag in a 1-d `input`; must be omitted for 2-d input (one bag per row). */
@@ -64,8 +81,28 @@ export interface EmbeddingBagOptions {
 const BAG_MODES = { sum: 0, mean: 1, max: 2 } as const;
 
 /** Sums, means or maxes of bags of embedding rows, without building the rows (torch.nn.functional.embedding_bag). */
-export function embeddingBag(input: t.Tensor, weight: t.Tensor, opts: EmbeddingBagOptions = {}): t.Tensor {
-  if (opts.sparse) throw new TypeError('embeddingBag(): sparse gradients are not supported by tsddp');
+export const embeddingBag = define(
+  'embeddingBag',
+  {
+    required: ['input', 'weight'],
+    optional: [
+      'offsets',
+      'maxNorm',
+      'normType',
+      'scaleGradByFreq',
+      'mode',
+      'sparse',
+      'perSampleWeights',
+      'includeLastOffset',
+      'paddingIdx',
+    ],
+    ...NO_SPARSE,
+  },
+  ({ input, weight, ...opts }: { input: t.Tensor; weight: t.Tensor } & EmbeddingBagOptions): t.Tensor =>
+    bag(input, weight, opts),
+);
+
+function bag(input: t.Tensor, weight: t.Tensor, opts: EmbeddingBagOptions): t.Tensor {
   const mode = opts.mode ?? 'mean';
   const modeEnum = BAG_MODES[mode];
   if (modeEnum === undefined)

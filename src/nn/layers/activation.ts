@@ -1,8 +1,9 @@
 // torch.nn.modules.activation (MultiheadAttention is in attention.ts): each module is one
-// functional call with its constructor arguments stored, PyTorch's positional arguments
-// positional and `inplace` in an options object. The modules whose options are only
-// `inplace` share one base, the softmax family another.
+// functional call with its constructor arguments stored, which are PyTorch's, positional
+// or by name (nn/args.ts). The modules whose options are only `inplace` share one base,
+// the softmax family another.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as nnInit from '../init.ts';
 import { Module } from '../module.ts';
@@ -15,13 +16,22 @@ interface Inplace {
 
 const inplaceText = (inplace: boolean) => (inplace ? ', inplace=True' : '');
 
+// The modules that take nothing (PyTorch's Module.__init__ refuses any argument), and
+// those that take only `inplace`.
+const NO_ARGS = signature(['Sigmoid', 'Tanh', 'LogSigmoid', 'Softsign', 'Tanhshrink', 'Softmax2d'], {});
+type NoArgs = Args<typeof NO_ARGS, Record<never, never>>;
+const INPLACE = signature(['ReLU', 'SiLU', 'SELU', 'Mish', 'Hardswish', 'Hardsigmoid', 'ReLU6'], {
+  optional: ['inplace'],
+});
+
 /** An activation that can overwrite its input (`inplace`); the repr shows it when set. */
 export abstract class _InplaceActivation extends Module {
   readonly inplace: boolean;
 
-  constructor(opts: Inplace = {}) {
+  /** `(inplace=False)`, PyTorch's arguments of ReLU, SiLU, ... (subclasses with more bind theirs). */
+  constructor(...args: Args<typeof INPLACE, Inplace>) {
     super();
-    this.inplace = opts.inplace ?? false;
+    this.inplace = bind<Inplace>(INPLACE, args, new.target.name).inplace ?? false;
   }
 
   override extraRepr(): string {
@@ -71,13 +81,17 @@ export class Hardsigmoid extends _InplaceActivation {
   }
 }
 
+const LEAKY_RELU = signature('LeakyReLU', { optional: ['negativeSlope', 'inplace'] });
+type LeakyReLUParams = { negativeSlope?: number } & Inplace;
+
 /** max(0, x) + negativeSlope·min(0, x). */
 export class LeakyReLU extends _InplaceActivation {
-  constructor(
-    readonly negativeSlope = 0.01,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly negativeSlope: number;
+
+  constructor(...args: Args<typeof LEAKY_RELU, LeakyReLUParams>) {
+    const a = bind<LeakyReLUParams>(LEAKY_RELU, args, 'LeakyReLU');
+    super({ inplace: a.inplace });
+    this.negativeSlope = a.negativeSlope ?? 0.01;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -89,13 +103,17 @@ export class LeakyReLU extends _InplaceActivation {
   }
 }
 
+const ALPHA = signature(['ELU', 'CELU'], { optional: ['alpha', 'inplace'] });
+type AlphaParams = { alpha?: number } & Inplace;
+
 /** x for x > 0, alpha·(exp(x) - 1) otherwise. */
 export class ELU extends _InplaceActivation {
-  constructor(
-    readonly alpha = 1,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly alpha: number;
+
+  constructor(...args: Args<typeof ALPHA, AlphaParams>) {
+    const a = bind<AlphaParams>(ALPHA, args, 'ELU');
+    super({ inplace: a.inplace });
+    this.alpha = a.alpha ?? 1;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -109,11 +127,12 @@ export class ELU extends _InplaceActivation {
 
 /** max(0, x) + min(0, alpha·(exp(x/alpha) - 1)). */
 export class CELU extends _InplaceActivation {
-  constructor(
-    readonly alpha = 1,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly alpha: number;
+
+  constructor(...args: Args<typeof ALPHA, AlphaParams>) {
+    const a = bind<AlphaParams>(ALPHA, args, 'CELU');
+    super({ inplace: a.inplace });
+    this.alpha = a.alpha ?? 1;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -125,16 +144,30 @@ export class CELU extends _InplaceActivation {
   }
 }
 
+const HARDTANH = signature('Hardtanh', { optional: ['minVal', 'maxVal', 'inplace', 'minValue', 'maxValue'] });
+interface HardtanhParams extends Inplace {
+  minVal?: number;
+  maxVal?: number;
+  /** PyTorch's deprecated name of minVal; it wins when given, as there. */
+  minValue?: number | null;
+  /** PyTorch's deprecated name of maxVal; it wins when given, as there. */
+  maxValue?: number | null;
+}
+
 /** x clamped to [minVal, maxVal]. */
 export class Hardtanh extends _InplaceActivation {
-  constructor(
-    readonly minVal = -1,
-    readonly maxVal = 1,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly minVal: number;
+  readonly maxVal: number;
+
+  constructor(...args: Args<typeof HARDTANH, HardtanhParams>) {
+    const a = bind<HardtanhParams>(HARDTANH, args, 'Hardtanh');
+    super({ inplace: a.inplace });
+    const minVal = a.minValue ?? a.minVal ?? -1;
+    const maxVal = a.maxValue ?? a.maxVal ?? 1;
     if (!(maxVal > minVal))
       throw new RangeError(`Hardtanh: maxVal (${maxVal}) must be greater than minVal (${minVal})`);
+    this.minVal = minVal;
+    this.maxVal = maxVal;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -148,8 +181,8 @@ export class Hardtanh extends _InplaceActivation {
 
 /** x clamped to [0, 6]. */
 export class ReLU6 extends Hardtanh {
-  constructor(opts: Inplace = {}) {
-    super(0, 6, opts);
+  constructor(...args: Args<typeof INPLACE, Inplace>) {
+    super(0, 6, { inplace: bind<Inplace>(INPLACE, args, 'ReLU6').inplace });
   }
 
   override extraRepr(): string {
@@ -157,14 +190,19 @@ export class ReLU6 extends Hardtanh {
   }
 }
 
+const THRESHOLD = signature('Threshold', { required: ['threshold', 'value'], optional: ['inplace'] });
+type ThresholdParams = { threshold: number; value: number } & Inplace;
+
 /** x where x > threshold, else value. */
 export class Threshold extends _InplaceActivation {
-  constructor(
-    readonly threshold: number,
-    readonly value: number,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly threshold: number;
+  readonly value: number;
+
+  constructor(...args: Args<typeof THRESHOLD, ThresholdParams>) {
+    const a = bind<ThresholdParams>(THRESHOLD, args, 'Threshold');
+    super({ inplace: a.inplace });
+    this.threshold = a.threshold;
+    this.value = a.value;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -176,14 +214,19 @@ export class Threshold extends _InplaceActivation {
   }
 }
 
+const RRELU = signature('RReLU', { optional: ['lower', 'upper', 'inplace'] });
+type RReLUParams = { lower?: number; upper?: number } & Inplace;
+
 /** Leaky ReLU with a random slope in [lower, upper] in training, their mean in eval. */
 export class RReLU extends _InplaceActivation {
-  constructor(
-    readonly lower = 1 / 8,
-    readonly upper = 1 / 3,
-    opts: Inplace = {},
-  ) {
-    super(opts);
+  readonly lower: number;
+  readonly upper: number;
+
+  constructor(...args: Args<typeof RRELU, RReLUParams>) {
+    const a = bind<RReLUParams>(RRELU, args, 'RReLU');
+    super({ inplace: a.inplace });
+    this.lower = a.lower ?? 1 / 8;
+    this.upper = a.upper ?? 1 / 3;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -198,6 +241,11 @@ export class RReLU extends _InplaceActivation {
 
 /** 1 / (1 + exp(-x)). */
 export class Sigmoid extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'Sigmoid');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.sigmoid(input);
   }
@@ -205,6 +253,11 @@ export class Sigmoid extends Module {
 
 /** The hyperbolic tangent. */
 export class Tanh extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'Tanh');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.tanh(input);
   }
@@ -212,6 +265,11 @@ export class Tanh extends Module {
 
 /** log(sigmoid(x)). */
 export class LogSigmoid extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'LogSigmoid');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.logsigmoid(input);
   }
@@ -219,6 +277,11 @@ export class LogSigmoid extends Module {
 
 /** x / (1 + |x|). */
 export class Softsign extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'Softsign');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.softsign(input);
   }
@@ -226,18 +289,26 @@ export class Softsign extends Module {
 
 /** x - tanh(x). */
 export class Tanhshrink extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'Tanhshrink');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.tanhshrink(input);
   }
 }
 
+const GELU_SIG = signature('GELU', { optional: ['approximate'] });
+type GELUParams = { approximate?: 'none' | 'tanh' };
+
 /** Gaussian error linear unit; `approximate: 'tanh'` for the tanh approximation. */
 export class GELU extends Module {
   readonly approximate: 'none' | 'tanh';
 
-  constructor(opts: { approximate?: 'none' | 'tanh' } = {}) {
+  constructor(...args: Args<typeof GELU_SIG, GELUParams>) {
     super();
-    this.approximate = opts.approximate ?? 'none';
+    this.approximate = bind<GELUParams>(GELU_SIG, args, 'GELU').approximate ?? 'none';
     if (this.approximate !== 'none' && this.approximate !== 'tanh') {
       throw new TypeError(
         `GELU: approximate must be 'none' or 'tanh', got ${JSON.stringify(this.approximate)}`,
@@ -254,13 +325,19 @@ export class GELU extends Module {
   }
 }
 
+const SOFTPLUS = signature('Softplus', { optional: ['beta', 'threshold'] });
+type SoftplusParams = { beta?: number; threshold?: number };
+
 /** log(1 + exp(beta·x))/beta, linear above `threshold`. */
 export class Softplus extends Module {
-  constructor(
-    readonly beta = 1,
-    readonly threshold = 20,
-  ) {
+  readonly beta: number;
+  readonly threshold: number;
+
+  constructor(...args: Args<typeof SOFTPLUS, SoftplusParams>) {
     super();
+    const a = bind<SoftplusParams>(SOFTPLUS, args, 'Softplus');
+    this.beta = a.beta ?? 1;
+    this.threshold = a.threshold ?? 20;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -272,10 +349,16 @@ export class Softplus extends Module {
   }
 }
 
+const SHRINK = signature(['Hardshrink', 'Softshrink'], { optional: ['lambd'] });
+type ShrinkParams = { lambd?: number };
+
 /** x where |x| > lambd, else 0. */
 export class Hardshrink extends Module {
-  constructor(readonly lambd = 0.5) {
+  readonly lambd: number;
+
+  constructor(...args: Args<typeof SHRINK, ShrinkParams>) {
     super();
+    this.lambd = bind<ShrinkParams>(SHRINK, args, 'Hardshrink').lambd ?? 0.5;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -289,8 +372,11 @@ export class Hardshrink extends Module {
 
 /** x shrunk towards 0 by lambd, 0 within [-lambd, lambd]. */
 export class Softshrink extends Module {
-  constructor(readonly lambd = 0.5) {
+  readonly lambd: number;
+
+  constructor(...args: Args<typeof SHRINK, ShrinkParams>) {
     super();
+    this.lambd = bind<ShrinkParams>(SHRINK, args, 'Softshrink').lambd ?? 0.5;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -302,10 +388,15 @@ export class Softshrink extends Module {
   }
 }
 
+const GLU_SIG = signature('GLU', { optional: ['dim'] });
+
 /** The gated linear unit: the first half of `dim` times sigmoid of the second. */
 export class GLU extends Module {
-  constructor(readonly dim = -1) {
+  readonly dim: number;
+
+  constructor(...args: Args<typeof GLU_SIG, { dim?: number }>) {
     super();
+    this.dim = bind<{ dim?: number }>(GLU_SIG, args, 'GLU').dim ?? -1;
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -320,24 +411,26 @@ export class GLU extends Module {
 /** The dim argument of Softmax-like modules: a number, null (PyTorch's legacy implicit dim) or `{ dim }`. */
 export type SoftmaxDim = number | null | { dim?: number | null };
 
-const dimOf = (dim: SoftmaxDim): number | null =>
-  dim !== null && typeof dim === 'object' ? (dim.dim ?? null) : dim;
+const SOFTMAX = signature(['Softmax', 'LogSoftmax', 'Softmin'], { optional: ['dim'] });
+type SoftmaxParams = { dim?: number | null };
 
-/** The dim of `dim`, which must be an integer or null. */
-function checkedDim(dim: SoftmaxDim, what: string): number | null {
-  const d = dimOf(dim);
-  if (d !== null && !Number.isInteger(d))
-    throw new TypeError(`${what}: dim must be an integer or null, got ${String(d)}`);
-  return d;
+/** The dim, which must be an integer or null. */
+function checkedDim(dim: number | null, what: string): number | null {
+  if (dim !== null && !Number.isInteger(dim))
+    throw new TypeError(`${what}: dim must be an integer or null, got ${String(dim)}`);
+  return dim;
 }
 
-/** The softmax family's dim and repr. */
+/** The softmax family's dim and repr: `new Softmax(1)` or `new Softmax({ dim: 1 })`. */
 export abstract class _SoftmaxNd extends Module {
   readonly dim: number | null;
 
-  constructor(dim: SoftmaxDim) {
+  constructor(...args: Args<typeof SOFTMAX, SoftmaxParams>) {
     super();
-    this.dim = dimOf(dim);
+    const cls = new.target.name;
+    const dim = bind<SoftmaxParams>(SOFTMAX, args, cls).dim ?? null;
+    // Softmin kept PyTorch's unchecked dim; the others check it here.
+    this.dim = cls === 'Softmin' ? dim : checkedDim(dim, cls);
   }
 
   override extraRepr(): string {
@@ -350,10 +443,6 @@ export abstract class _SoftmaxNd extends Module {
  * uses PyTorch's deprecated implicit choice: dim 0 for 0-, 1- and 3-d input, else 1.
  */
 export class Softmax extends _SoftmaxNd {
-  constructor(dim: SoftmaxDim = null) {
-    super(checkedDim(dim, 'Softmax'));
-  }
-
   override forward(input: t.Tensor): t.Tensor {
     return F.softmax(input, this.dim);
   }
@@ -361,10 +450,6 @@ export class Softmax extends _SoftmaxNd {
 
 /** log(softmax(x)) over `dim`, computed stably; the dim argument as Softmax's. */
 export class LogSoftmax extends _SoftmaxNd {
-  constructor(dim: SoftmaxDim = null) {
-    super(checkedDim(dim, 'LogSoftmax'));
-  }
-
   override forward(input: t.Tensor): t.Tensor {
     return F.logSoftmax(input, this.dim);
   }
@@ -372,10 +457,6 @@ export class LogSoftmax extends _SoftmaxNd {
 
 /** softmax(-x) over `dim` (the dim argument as Softmax's). */
 export class Softmin extends _SoftmaxNd {
-  constructor(dim: SoftmaxDim = null) {
-    super(dim);
-  }
-
   override forward(input: t.Tensor): t.Tensor {
     return F.softmin(input, this.dim);
   }
@@ -383,6 +464,11 @@ export class Softmin extends _SoftmaxNd {
 
 /** softmax over the channels of [N, C, H, W] or [C, H, W] input. */
 export class Softmax2d extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, 'Softmax2d');
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     if (input.ndim !== 3 && input.ndim !== 4) {
       throw new RangeError(`Softmax2d: expected 3-d or 4-d input, got ${input.ndim}-d`);
@@ -391,19 +477,23 @@ export class Softmax2d extends Module {
   }
 }
 
+const PRELU = signature('PReLU', { optional: ['numParameters', 'init', 'device', 'dtype'] });
+type PReLUParams = { numParameters?: number; init?: number } & FactoryOptions;
+
 /** Leaky ReLU with a learnt slope (`weight`): one for all channels, or one per channel. */
 export class PReLU extends Module {
   readonly numParameters: number;
   readonly init: number;
   weight: t.Tensor;
 
-  constructor(numParameters = 1, init = 0.25, opts: FactoryOptions = {}) {
+  constructor(...args: Args<typeof PRELU, PReLUParams>) {
     super();
-    this.numParameters = numParameters;
-    this.init = init;
+    const a = bind<PReLUParams>(PRELU, args, 'PReLU');
+    this.numParameters = a.numParameters ?? 1;
+    this.init = a.init ?? 0.25;
     this.weight = this.registerParameter(
       'weight',
-      Parameter(t.empty([numParameters], { dtype: opts.dtype, device: opts.device })),
+      Parameter(t.empty([this.numParameters], { dtype: a.dtype, device: a.device })),
     );
     this.resetParameters();
   }

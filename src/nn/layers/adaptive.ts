@@ -2,6 +2,7 @@
 // frequent classes plus one cluster token per tail, each tail a two-layer projection;
 // the same module tree (head, tail.0.0, tail.0.1, ...) and the same ops as PyTorch's.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 import { ModuleList, Sequential } from './container.ts';
@@ -16,7 +17,15 @@ export interface AdaptiveLogSoftmaxOptions extends FactoryOptions {
 
 const aten = (name: string, ...args: unknown[]) => t.ops.call(name, ...args) as t.Tensor;
 
+const ADAPTIVE = signature('AdaptiveLogSoftmaxWithLoss', {
+  required: ['inFeatures', 'nClasses', 'cutoffs'],
+  optional: ['divValue', 'headBias', 'device', 'dtype'],
+});
+type AdaptiveParams = { inFeatures: number; nClasses: number; cutoffs: number[] } & AdaptiveLogSoftmaxOptions;
+
 export class AdaptiveLogSoftmaxWithLoss extends Module {
+  readonly inFeatures: number;
+  readonly nClasses: number;
   readonly cutoffs: number[];
   readonly divValue: number;
   readonly headBias: boolean;
@@ -26,13 +35,12 @@ export class AdaptiveLogSoftmaxWithLoss extends Module {
   head: Linear;
   tail: ModuleList;
 
-  constructor(
-    readonly inFeatures: number,
-    readonly nClasses: number,
-    cutoffs: number[],
-    opts: AdaptiveLogSoftmaxOptions = {},
-  ) {
+  constructor(...args: Args<typeof ADAPTIVE, AdaptiveParams>) {
     super();
+    const opts = bind<AdaptiveParams>(ADAPTIVE, args, 'AdaptiveLogSoftmaxWithLoss');
+    const { inFeatures, nClasses, cutoffs } = opts;
+    this.inFeatures = inFeatures;
+    this.nClasses = nClasses;
     const sorted = [...cutoffs].sort((a, b) => a - b);
     if (cutoffs.length === 0) throw new RangeError('cutoffs should be a sequence of length larger than 0');
     if (

@@ -2,6 +2,7 @@
 // (in_proj_weight, in_proj_bias, out_proj.*, or q/k/v_proj_weight when the key/value
 // dims differ; bias_k/bias_v), init, and its non-fast-path computation.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import type { AttentionResult } from '../functional/attention.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
@@ -15,6 +16,8 @@ export interface MultiheadAttentionOptions extends FactoryOptions {
   /** Biases on the input and output projections. Default true. */
   bias?: boolean;
   /** Learned bias key and value appended to the key/value sequences. Default false. */
+  addBiasKv?: boolean;
+  /** tsddp's first spelling of addBiasKv. */
   addBiasKV?: boolean;
   /** A zero key and value appended to the sequences. Default false. */
   addZeroAttn?: boolean;
@@ -39,6 +42,13 @@ export interface MultiheadAttentionForwardOptions {
   isCausal?: boolean;
 }
 
+const MHA = signature('MultiheadAttention', {
+  required: ['embedDim', 'numHeads'],
+  optional: ['dropout', 'bias', 'addBiasKv', 'addZeroAttn', 'kdim', 'vdim', 'batchFirst', 'device', 'dtype'],
+  aliases: { addBiasKV: 'addBiasKv' },
+});
+type MhaParams = { embedDim: number; numHeads: number } & MultiheadAttentionOptions;
+
 /** Attention over `numHeads` heads of size embedDim/numHeads (torch.nn.MultiheadAttention). */
 export class MultiheadAttention extends Module {
   readonly embedDim: number;
@@ -52,8 +62,10 @@ export class MultiheadAttention extends Module {
   /** Whether key and value have embedDim features (then the projections are packed in in_proj_weight). */
   readonly qkvSameEmbedDim: boolean;
 
-  constructor(embedDim: number, numHeads: number, opts: MultiheadAttentionOptions = {}) {
+  constructor(...args: Args<typeof MHA, MhaParams>) {
     super();
+    const opts = bind<MhaParams>(MHA, args, 'MultiheadAttention');
+    const { embedDim, numHeads } = opts;
     if (!(embedDim > 0) || !(numHeads > 0)) {
       throw new RangeError(
         `embed_dim and num_heads must be greater than 0, got embed_dim=${embedDim} and num_heads=${numHeads} instead`,
@@ -87,7 +99,7 @@ export class MultiheadAttention extends Module {
     this.registerParameter('in_proj_bias', bias ? param([3 * embedDim]) : null);
     // PyTorch's NonDynamicallyQuantizableLinear: a Linear (its own init runs here, as in PyTorch).
     this.registerModule('out_proj', new Linear(embedDim, embedDim, { bias, ...factory }));
-    const kv = opts.addBiasKV ?? false;
+    const kv = opts.addBiasKv ?? false;
     this.registerParameter('bias_k', kv ? param([1, 1, embedDim]) : null);
     this.registerParameter('bias_v', kv ? param([1, 1, embedDim]) : null);
     this.addZeroAttn = opts.addZeroAttn ?? false;
@@ -147,8 +159,8 @@ export class MultiheadAttention extends Module {
     opts: MultiheadAttentionForwardOptions = {},
   ): AttentionResult {
     return t.tidy(() => {
-      const keyPaddingMask = F.canonicalMask(opts.keyPaddingMask, 'key_padding_mask', query.dtype);
-      const attnMask = F.canonicalMask(opts.attnMask, 'attn_mask', query.dtype);
+      const keyPaddingMask = F.canonicalMask(opts.keyPaddingMask ?? null, 'key_padding_mask', query.dtype);
+      const attnMask = F.canonicalMask(opts.attnMask ?? null, 'attn_mask', query.dtype);
       const transpose = this.batchFirst && query.ndim === 3;
       // Batch-first self-attention without masks or weights: the same result without the
       // round trip through sequence-first (F.selfAttentionBatchFirst).

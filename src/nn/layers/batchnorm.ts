@@ -4,6 +4,7 @@
 // LazyBatchNorm1d/2d/3d, whose numFeatures comes from the first input.
 import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
+import { type Args, bind, type Signature, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
@@ -26,7 +27,24 @@ export interface BatchNormOptions extends FactoryOptions {
   affine?: boolean;
   /** Keep running mean/var (used in eval mode). Default true. */
   trackRunningStats?: boolean;
+  /** With affine: learn the bias too (keyword-only, as in PyTorch). Default true. */
+  bias?: boolean;
 }
+
+// PyTorch's signatures of the batch and instance norms (_NormBase's), and of their lazy
+// forms without num_features.
+const NORM_OPTIONAL = ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'] as const;
+const NORM = signature(['BatchNorm', 'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d'], {
+  required: ['numFeatures'],
+  optional: NORM_OPTIONAL,
+  keywordOnly: ['bias'],
+});
+const LAZY_NORM_SIG = signature(['LazyBatchNorm1d', 'LazyBatchNorm2d', 'LazyBatchNorm3d'], {
+  optional: NORM_OPTIONAL,
+  keywordOnly: ['bias'],
+});
+export type NormArgs<O> = Args<typeof NORM, { numFeatures: number } & O>;
+export type LazyNormArgs<O> = Args<typeof LAZY_NORM_SIG, O>;
 
 /**
  * torch's _NormBase: per-channel affine weight (ones) and bias (zeros) and the running
@@ -43,8 +61,11 @@ export abstract class _NormBase extends Module {
   weight: t.Tensor | null;
   bias: t.Tensor | null;
 
-  constructor(numFeatures: number, opts: BatchNormOptions, defaults: boolean) {
+  /** Binds `args` (PyTorch's arguments of `cls`) by `sig`; `defaults` as above. */
+  constructor(sig: Signature, args: ArrayLike<unknown>, cls: string, defaults: boolean) {
     super();
+    const opts = bind<{ numFeatures: number } & BatchNormOptions>(sig, args, cls);
+    const numFeatures = opts.numFeatures;
     this.numFeatures = numFeatures;
     this.eps = opts.eps ?? 1e-5;
     this.momentum = opts.momentum === undefined ? 0.1 : opts.momentum;
@@ -57,7 +78,7 @@ export abstract class _NormBase extends Module {
     );
     this.bias = this.registerParameter(
       'bias',
-      this.affine ? Parameter(t.empty([numFeatures], factory)) : null,
+      this.affine && opts.bias !== false ? Parameter(t.empty([numFeatures], factory)) : null,
     );
     const track = this.trackRunningStats;
     this.registerBuffer('running_mean', track ? t.zeros([numFeatures], factory) : null);
@@ -116,8 +137,8 @@ export abstract class _NormBase extends Module {
  * batches.
  */
 export abstract class BatchNorm extends _NormBase {
-  constructor(numFeatures: number, opts: BatchNormOptions = {}) {
-    super(numFeatures, opts, true);
+  constructor(...args: NormArgs<BatchNormOptions>) {
+    super(NORM, args, new.target.name, true);
   }
 
   /** The int64 0-d count of training batches seen (a tensor, like PyTorch's buffer). */
@@ -197,21 +218,21 @@ export const LAZY_NORM: LazySpec<_NormBase> = {
 
 /** BatchNorm1d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm1d). */
 export class LazyBatchNorm1d extends LazyModuleMixin(BatchNorm1d, LAZY_NORM) {
-  constructor(opts: BatchNormOptions = {}) {
-    super(0, opts);
+  constructor(...args: LazyNormArgs<BatchNormOptions>) {
+    super(0, bind<BatchNormOptions>(LAZY_NORM_SIG, args, 'LazyBatchNorm1d'));
   }
 }
 
 /** BatchNorm2d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm2d). */
 export class LazyBatchNorm2d extends LazyModuleMixin(BatchNorm2d, LAZY_NORM) {
-  constructor(opts: BatchNormOptions = {}) {
-    super(0, opts);
+  constructor(...args: LazyNormArgs<BatchNormOptions>) {
+    super(0, bind<BatchNormOptions>(LAZY_NORM_SIG, args, 'LazyBatchNorm2d'));
   }
 }
 
 /** BatchNorm3d whose numFeatures comes from the first input (torch.nn.LazyBatchNorm3d). */
 export class LazyBatchNorm3d extends LazyModuleMixin(BatchNorm3d, LAZY_NORM) {
-  constructor(opts: BatchNormOptions = {}) {
-    super(0, opts);
+  constructor(...args: LazyNormArgs<BatchNormOptions>) {
+    super(0, bind<BatchNormOptions>(LAZY_NORM_SIG, args, 'LazyBatchNorm3d'));
   }
 }

@@ -3,8 +3,17 @@
 // '1', ... (PyTorch's names, hence torchvision's `layer1.0.conv1.weight` keys) and reached
 // with get(i); the dicts' under their keys.
 import type * as t from '../../core/index.ts';
+import { bind, signature } from '../args.ts';
 import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
+
+// The containers take one argument, their entries (a plain object is a dict's entries,
+// not options), and refuse more; Sequential takes any number of modules, as PyTorch's *args.
+const MODULE_LIST = signature(['ModuleList', 'ModuleDict'], { optional: ['modules'], noOptions: true });
+const PARAMETER_LIST = signature('ParameterList', { optional: ['values'], noOptions: true });
+const PARAMETER_DICT = signature('ParameterDict', { optional: ['parameters'], noOptions: true });
+// PyTorch's Container(**kwargs): tsddp takes the keyword arguments as one record.
+const CONTAINER = signature('Container', { optional: ['kwargs'], noOptions: true });
 
 function indexOf(i: number, length: number, what: string): number {
   if (!Number.isInteger(i) || i < -length || i >= length)
@@ -56,9 +65,9 @@ export class Sequential extends Module {
 
 /** Holds submodules in a list (registered, so their parameters are the owner's); no forward. */
 export class ModuleList extends Module {
-  constructor(modules: Iterable<Module> = []) {
+  constructor(...args: [modules?: Iterable<Module>]) {
     super();
-    this.extend(modules);
+    this.extend(bind<{ modules?: Iterable<Module> }>(MODULE_LIST, args, 'ModuleList').modules ?? []);
   }
 
   get length(): number {
@@ -153,9 +162,9 @@ export abstract class _DictBase<V> extends Module {
  * `get`/`set`/`has`/`delete` for `d[k]`, `d[k] = m`, `k in d`, `del d[k]`.
  */
 export class ModuleDict extends _DictBase<Module> {
-  constructor(modules: ModuleEntries = []) {
+  constructor(...args: [modules?: ModuleEntries]) {
     super();
-    this.update(modules);
+    this.update(bind<{ modules?: ModuleEntries }>(MODULE_LIST, args, 'ModuleDict').modules ?? []);
   }
 
   protected override get registry(): Map<string, Module | null> {
@@ -191,9 +200,9 @@ export class ModuleDict extends _DictBase<Module> {
  * tensors that are not parameters yet become parameters, as in torch.nn.ParameterList.
  */
 export class ParameterList extends Module {
-  constructor(values: Iterable<t.Tensor> = []) {
+  constructor(...args: [values?: Iterable<t.Tensor>]) {
     super();
-    this.extend(values);
+    this.extend(bind<{ values?: Iterable<t.Tensor> }>(PARAMETER_LIST, args, 'ParameterList').values ?? []);
   }
 
   get length(): number {
@@ -250,9 +259,10 @@ export type ParameterEntries =
  * and set() keep insertion order.
  */
 export class ParameterDict extends _DictBase<t.Tensor> {
-  constructor(values: ParameterEntries = []) {
+  constructor(...args: [parameters?: ParameterEntries]) {
     super();
-    this.update(values);
+    const a = bind<{ parameters?: ParameterEntries }>(PARAMETER_DICT, args, 'ParameterDict');
+    this.update(a.parameters ?? []);
   }
 
   protected override get registry(): Map<string, t.Tensor | null> {
@@ -289,8 +299,9 @@ export class ParameterDict extends _DictBase<t.Tensor> {
  * (kept for old code; prefer ModuleDict or plain properties).
  */
 export class Container extends Module {
-  constructor(modules: Record<string, Module> = {}) {
+  constructor(...args: [modules?: Record<string, Module>]) {
     super();
+    const modules = bind<{ kwargs?: Record<string, Module> }>(CONTAINER, args, 'Container').kwargs ?? {};
     for (const [name, m] of Object.entries(modules)) this.registerModule(name, m);
   }
 }

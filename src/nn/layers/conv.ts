@@ -3,6 +3,7 @@
 // layouts and default init, the repr), and their lazy forms, whose inChannels comes from
 // the first input.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 import { LazyModuleMixin, type LazySpec, materialize, setInferredSize } from './lazy.ts';
@@ -20,16 +21,19 @@ interface ConvNdOptions<S> extends FactoryOptions {
 }
 
 export interface Conv1dOptions extends ConvNdOptions<number | [number]> {
-  /** Only 'zeros' (the default) is supported. */
+  /** Only 'zeros' (the default) is supported; another mode is refused by name. */
   paddingMode?: 'zeros';
 }
 
 export interface Conv2dOptions extends ConvNdOptions<F.IntOrPair> {
-  /** Only 'zeros' (the default) is supported. */
+  /** Only 'zeros' (the default) is supported; another mode is refused by name. */
   paddingMode?: 'zeros';
 }
 
-export interface Conv3dOptions extends ConvNdOptions<Ints> {}
+export interface Conv3dOptions extends ConvNdOptions<Ints> {
+  /** Only 'zeros' (the default) is supported; another mode is refused by name. */
+  paddingMode?: 'zeros';
+}
 
 export interface ConvTransposeOptions extends FactoryOptions {
   stride?: Ints;
@@ -38,7 +42,73 @@ export interface ConvTransposeOptions extends FactoryOptions {
   groups?: number;
   bias?: boolean;
   dilation?: Ints;
+  /** Only 'zeros' (the default; PyTorch's only one for transposed convolutions). */
+  paddingMode?: 'zeros';
 }
+
+/** The sizes every convolution is built from, by name. */
+interface ConvSizes<K> {
+  inChannels: number;
+  outChannels: number;
+  kernelSize: K;
+}
+
+// PyTorch's signatures: Conv{1,2,3}d and ConvTranspose{1,2,3}d, and their lazy forms
+// without in_channels. Only padding_mode 'zeros' is implemented.
+const NO_PADDING_MODES = {
+  unsupported: { paddingMode: 'zeros' },
+  hints: { paddingMode: 'pad the input with F.pad(x, pad, { mode }) and use padding 0' },
+} as const;
+const CONV_OPTIONAL = [
+  'stride',
+  'padding',
+  'dilation',
+  'groups',
+  'bias',
+  'paddingMode',
+  'device',
+  'dtype',
+] as const;
+const TRANSPOSE_OPTIONAL = [
+  'stride',
+  'padding',
+  'outputPadding',
+  'groups',
+  'bias',
+  'dilation',
+  'paddingMode',
+  'device',
+  'dtype',
+] as const;
+const CONV = signature(['Conv1d', 'Conv2d', 'Conv3d'], {
+  required: ['inChannels', 'outChannels', 'kernelSize'],
+  optional: CONV_OPTIONAL,
+  ...NO_PADDING_MODES,
+});
+const CONV_TRANSPOSE = signature(['ConvTranspose1d', 'ConvTranspose2d', 'ConvTranspose3d'], {
+  required: ['inChannels', 'outChannels', 'kernelSize'],
+  optional: TRANSPOSE_OPTIONAL,
+  ...NO_PADDING_MODES,
+});
+const LAZY_CONV_SIG = signature(['LazyConv1d', 'LazyConv2d', 'LazyConv3d'], {
+  required: ['outChannels', 'kernelSize'],
+  optional: CONV_OPTIONAL,
+  ...NO_PADDING_MODES,
+});
+const LAZY_TRANSPOSE_SIG = signature(['LazyConvTranspose1d', 'LazyConvTranspose2d', 'LazyConvTranspose3d'], {
+  required: ['outChannels', 'kernelSize'],
+  optional: TRANSPOSE_OPTIONAL,
+  ...NO_PADDING_MODES,
+});
+
+type ConvArgs<K, O> = Args<typeof CONV, ConvSizes<K> & O>;
+type TransposeArgs = Args<typeof CONV_TRANSPOSE, ConvSizes<Ints> & ConvTransposeOptions>;
+type LazyParams<K, O> = Omit<ConvSizes<K>, 'inChannels'> & O;
+type LazyArgs<K, O> = Args<typeof LAZY_CONV_SIG, LazyParams<K, O>>;
+type LazyTransposeArgs = Args<typeof LAZY_TRANSPOSE_SIG, LazyParams<Ints, ConvTransposeOptions>>;
+
+/** What _ConvNd is built from: the sizes and options of any convolution, bound by name. */
+type ConvParams = ConvSizes<Ints> & ConvNdOptions<Ints> & { outputPadding?: Ints };
 
 const TUPLE_TEXT = ['', 'a 1-tuple of integers', 'a pair of integers', '3 integers'];
 
@@ -70,25 +140,15 @@ export abstract class _ConvNd<Size extends number[]> extends Module {
   weight: t.Tensor;
   bias: t.Tensor | null;
 
-  /** `cls` names the class in error messages; `opts.paddingMode` is refused unless 'zeros'. */
-  constructor(
-    cls: string,
-    dims: 1 | 2 | 3,
-    inChannels: number,
-    outChannels: number,
-    kernelSize: Ints,
-    opts: ConvNdOptions<Ints> & { paddingMode?: string },
-    transposed: boolean,
-  ) {
+  /** `cls` names the class in error messages; `opts` are the bound arguments (nn/args.ts). */
+  constructor(cls: string, dims: 1 | 2 | 3, opts: ConvParams, transposed: boolean) {
     super();
+    const { inChannels, outChannels, kernelSize } = opts;
     const groups = opts.groups ?? 1;
     if (!Number.isInteger(groups) || groups <= 0)
       throw new RangeError(`${cls}: groups must be a positive integer`);
     if (inChannels % groups !== 0) throw new RangeError(`${cls}: in_channels must be divisible by groups`);
     if (outChannels % groups !== 0) throw new RangeError(`${cls}: out_channels must be divisible by groups`);
-    if ((opts.paddingMode ?? 'zeros') !== 'zeros') {
-      throw new RangeError(`${cls}: paddingMode '${opts.paddingMode}' is not supported (only 'zeros')`);
-    }
     this.inChannels = inChannels;
     this.outChannels = outChannels;
     this.kernelSize = ntuple(kernelSize, dims, `${cls}: kernelSize`) as Size;
@@ -142,13 +202,8 @@ export abstract class _ConvNd<Size extends number[]> extends Module {
 
 /** 1-d convolution over [N, C, L] input; weight [out, in/groups, k] (torch.nn.Conv1d). */
 export class Conv1d extends _ConvNd<[number]> {
-  constructor(
-    inChannels: number,
-    outChannels: number,
-    kernelSize: number | [number],
-    opts: Conv1dOptions = {},
-  ) {
-    super('Conv1d', 1, inChannels, outChannels, kernelSize, opts, false);
+  constructor(...args: ConvArgs<number | [number], Conv1dOptions>) {
+    super('Conv1d', 1, bind<ConvParams>(CONV, args, 'Conv1d'), false);
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -158,8 +213,8 @@ export class Conv1d extends _ConvNd<[number]> {
 
 /** 2-d convolution over [N, C, H, W] input; weight [out, in/groups, kH, kW] (torch.nn.Conv2d). */
 export class Conv2d extends _ConvNd<[number, number]> {
-  constructor(inChannels: number, outChannels: number, kernelSize: F.IntOrPair, opts: Conv2dOptions = {}) {
-    super('Conv2d', 2, inChannels, outChannels, kernelSize, opts, false);
+  constructor(...args: ConvArgs<F.IntOrPair, Conv2dOptions>) {
+    super('Conv2d', 2, bind<ConvParams>(CONV, args, 'Conv2d'), false);
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -169,8 +224,8 @@ export class Conv2d extends _ConvNd<[number, number]> {
 
 /** 3-d convolution over [N, C, D, H, W]; weight [out, in/groups, kD, kH, kW] (torch.nn.Conv3d). */
 export class Conv3d extends _ConvNd<number[]> {
-  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: Conv3dOptions = {}) {
-    super('Conv3d', 3, inChannels, outChannels, kernelSize, opts, false);
+  constructor(...args: ConvArgs<Ints, Conv3dOptions>) {
+    super('Conv3d', 3, bind<ConvParams>(CONV, args, 'Conv3d'), false);
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -185,16 +240,15 @@ export class Conv3d extends _ConvNd<number[]> {
 export abstract class ConvTranspose extends _ConvNd<number[]> {
   declare readonly padding: number[];
   readonly outputPadding: number[];
+  private readonly dims: 1 | 2 | 3;
 
-  constructor(
-    inChannels: number,
-    outChannels: number,
-    kernelSize: Ints,
-    opts: ConvTransposeOptions,
-    private readonly dims: 1 | 2 | 3,
-  ) {
-    super(`ConvTranspose${dims}d`, dims, inChannels, outChannels, kernelSize, opts, true);
-    this.outputPadding = ntuple(opts.outputPadding ?? 0, dims, `ConvTranspose${dims}d: outputPadding`);
+  /** The subclass binds its arguments (`args`, PyTorch's) for its rank `dims`. */
+  constructor(dims: 1 | 2 | 3, args: ArrayLike<unknown>) {
+    const cls = `ConvTranspose${dims}d`;
+    const opts = bind<ConvParams>(CONV_TRANSPOSE, args, cls);
+    super(cls, dims, opts, true);
+    this.dims = dims;
+    this.outputPadding = ntuple(opts.outputPadding ?? 0, dims, `${cls}: outputPadding`);
   }
 
   /** PyTorch's _output_padding: the output padding that gives `outputSize`. */
@@ -244,22 +298,22 @@ export abstract class ConvTranspose extends _ConvNd<number[]> {
 
 /** Transposed 1-d convolution over [N, C, L] input (torch.nn.ConvTranspose1d). */
 export class ConvTranspose1d extends ConvTranspose {
-  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
-    super(inChannels, outChannels, kernelSize, opts, 1);
+  constructor(...args: TransposeArgs) {
+    super(1, args);
   }
 }
 
 /** Transposed 2-d convolution over [N, C, H, W] input (torch.nn.ConvTranspose2d). */
 export class ConvTranspose2d extends ConvTranspose {
-  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
-    super(inChannels, outChannels, kernelSize, opts, 2);
+  constructor(...args: TransposeArgs) {
+    super(2, args);
   }
 }
 
 /** Transposed 3-d convolution over [N, C, D, H, W] input (torch.nn.ConvTranspose3d). */
 export class ConvTranspose3d extends ConvTranspose {
-  constructor(inChannels: number, outChannels: number, kernelSize: Ints, opts: ConvTransposeOptions = {}) {
-    super(inChannels, outChannels, kernelSize, opts, 3);
+  constructor(...args: TransposeArgs) {
+    super(3, args);
   }
 }
 
@@ -287,42 +341,75 @@ const LAZY_CONV: LazySpec<_ConvNd<number[]>> = {
 
 /** Conv1d whose inChannels comes from the first input (torch.nn.LazyConv1d). */
 export class LazyConv1d extends LazyModuleMixin(Conv1d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | [number], opts: Conv1dOptions = {}) {
+  constructor(...args: LazyArgs<number | [number], Conv1dOptions>) {
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<number | [number], Conv1dOptions>>(
+      LAZY_CONV_SIG,
+      args,
+      'LazyConv1d',
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }
 
 /** Conv2d whose inChannels comes from the first input (torch.nn.LazyConv2d). */
 export class LazyConv2d extends LazyModuleMixin(Conv2d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | number[], opts: Conv2dOptions = {}) {
+  constructor(...args: LazyArgs<number | number[], Conv2dOptions>) {
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<number | number[], Conv2dOptions>>(
+      LAZY_CONV_SIG,
+      args,
+      'LazyConv2d',
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }
 
 /** Conv3d whose inChannels comes from the first input (torch.nn.LazyConv3d). */
 export class LazyConv3d extends LazyModuleMixin(Conv3d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | number[], opts: Conv3dOptions = {}) {
+  constructor(...args: LazyArgs<number | number[], Conv3dOptions>) {
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<number | number[], Conv3dOptions>>(
+      LAZY_CONV_SIG,
+      args,
+      'LazyConv3d',
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }
 
 /** ConvTranspose1d whose inChannels comes from the first input (torch.nn.LazyConvTranspose1d). */
 export class LazyConvTranspose1d extends LazyModuleMixin(ConvTranspose1d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+  constructor(...args: LazyTransposeArgs) {
+    const cls = 'LazyConvTranspose1d';
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<Ints, ConvTransposeOptions>>(
+      LAZY_TRANSPOSE_SIG,
+      args,
+      cls,
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }
 
 /** ConvTranspose2d whose inChannels comes from the first input (torch.nn.LazyConvTranspose2d). */
 export class LazyConvTranspose2d extends LazyModuleMixin(ConvTranspose2d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+  constructor(...args: LazyTransposeArgs) {
+    const cls = 'LazyConvTranspose2d';
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<Ints, ConvTransposeOptions>>(
+      LAZY_TRANSPOSE_SIG,
+      args,
+      cls,
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }
 
 /** ConvTranspose3d whose inChannels comes from the first input (torch.nn.LazyConvTranspose3d). */
 export class LazyConvTranspose3d extends LazyModuleMixin(ConvTranspose3d, LAZY_CONV) {
-  constructor(outChannels: number, kernelSize: number | number[], opts: ConvTransposeOptions = {}) {
+  constructor(...args: LazyTransposeArgs) {
+    const cls = 'LazyConvTranspose3d';
+    const { outChannels, kernelSize, ...opts } = bind<LazyParams<Ints, ConvTransposeOptions>>(
+      LAZY_TRANSPOSE_SIG,
+      args,
+      cls,
+    );
     super(0, outChannels, kernelSize, opts);
   }
 }

@@ -1,15 +1,22 @@
 // torch.nn.modules.distance: CosineSimilarity and PairwiseDistance between two inputs.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
+
+const COSINE = signature('CosineSimilarity', { optional: ['dim', 'eps'] });
+type CosineParams = { dim?: number; eps?: number };
+const PAIRWISE = signature('PairwiseDistance', { optional: ['p', 'eps', 'keepdim'] });
+type PairwiseParams = { p?: number; eps?: number; keepdim?: boolean };
 
 /** The cosine of the angle between x1 and x2 along `dim` (torch.nn.CosineSimilarity). */
 export class CosineSimilarity extends Module {
   readonly dim: number;
   readonly eps: number;
 
-  constructor(opts: { dim?: number; eps?: number } = {}) {
+  constructor(...args: Args<typeof COSINE, CosineParams>) {
     super();
+    const opts = bind<CosineParams>(COSINE, args, 'CosineSimilarity');
     this.dim = opts.dim ?? 1;
     this.eps = opts.eps ?? 1e-8;
   }
@@ -25,8 +32,9 @@ export class PairwiseDistance extends Module {
   readonly eps: number;
   readonly keepdim: boolean;
 
-  constructor(opts: { p?: number; eps?: number; keepdim?: boolean } = {}) {
+  constructor(...args: Args<typeof PAIRWISE, PairwiseParams>) {
     super();
+    const opts = bind<PairwiseParams>(PAIRWISE, args, 'PairwiseDistance');
     this.p = opts.p ?? 2;
     this.eps = opts.eps ?? 1e-6;
     this.keepdim = opts.keepdim ?? false;

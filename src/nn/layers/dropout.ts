@@ -2,16 +2,25 @@
 // FeatureAlphaDropout over one base holding p and `inplace` (torch's _DropoutNd); each
 // module is its functional, applied in training mode.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
+
+const DROPOUT = signature(
+  ['Dropout', 'Dropout1d', 'Dropout2d', 'Dropout3d', 'AlphaDropout', 'FeatureAlphaDropout'],
+  { optional: ['p', 'inplace'] },
+);
+type DropoutParams = { p?: number; inplace?: boolean };
 
 /** torch's _DropoutNd: the probability and `inplace` of every dropout module. */
 export abstract class _DropoutNd extends Module {
   readonly p: number;
   readonly inplace: boolean;
 
-  constructor(p = 0.5, opts: { inplace?: boolean } = {}) {
+  constructor(...args: Args<typeof DROPOUT, DropoutParams>) {
     super();
+    const opts = bind<DropoutParams>(DROPOUT, args, new.target.name);
+    const p = opts.p ?? 0.5;
     if (!(p >= 0 && p <= 1))
       throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
     this.p = p;

@@ -2,8 +2,9 @@
 // _InstanceNorm, on _NormBase's state) whose subclasses fix the input rank, and
 // LazyInstanceNorm1d/2d/3d, whose numFeatures comes from the first input.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
-import { _NormBase, LAZY_NORM } from './batchnorm.ts';
+import { _NormBase, LAZY_NORM, type LazyNormArgs } from './batchnorm.ts';
 import { LazyModuleMixin } from './lazy.ts';
 import type { FactoryOptions } from './linear.ts';
 
@@ -15,14 +16,27 @@ export interface InstanceNormOptions extends FactoryOptions {
   affine?: boolean;
   /** Keep running statistics (used in eval). Default false (unlike BatchNorm). */
   trackRunningStats?: boolean;
+  /** With affine: learn the bias too (keyword-only, as in PyTorch). Default true. */
+  bias?: boolean;
 }
+
+// PyTorch's signatures: _NormBase's, and the lazy forms' without num_features.
+const INSTANCE_NORM = signature(['InstanceNorm', 'InstanceNorm1d', 'InstanceNorm2d', 'InstanceNorm3d'], {
+  required: ['numFeatures'],
+  optional: ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'],
+  keywordOnly: ['bias'],
+});
+const LAZY_INSTANCE_NORM = signature(['LazyInstanceNorm1d', 'LazyInstanceNorm2d', 'LazyInstanceNorm3d'], {
+  optional: ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'],
+  keywordOnly: ['bias'],
+});
 
 /** Instance normalisation (torch's _InstanceNorm); subclasses fix the input rank. */
 export abstract class InstanceNorm extends _NormBase {
   declare readonly momentum: number | null;
 
-  constructor(numFeatures: number, opts: InstanceNormOptions = {}) {
-    super(numFeatures, opts, false);
+  constructor(...args: Args<typeof INSTANCE_NORM, { numFeatures: number } & InstanceNormOptions>) {
+    super(INSTANCE_NORM, args, new.target.name, false);
   }
 
   /** The rank of batched input ([N, C, *spatial]); one less is unbatched. */
@@ -79,21 +93,21 @@ const lazyDefaults = (opts: InstanceNormOptions): InstanceNormOptions => ({
 
 /** InstanceNorm1d whose numFeatures comes from the first input (torch.nn.LazyInstanceNorm1d). */
 export class LazyInstanceNorm1d extends LazyModuleMixin(InstanceNorm1d, LAZY_NORM) {
-  constructor(opts: InstanceNormOptions = {}) {
-    super(0, lazyDefaults(opts));
+  constructor(...args: LazyNormArgs<InstanceNormOptions>) {
+    super(0, lazyDefaults(bind<InstanceNormOptions>(LAZY_INSTANCE_NORM, args, 'LazyInstanceNorm1d')));
   }
 }
 
 /** InstanceNorm2d whose numFeatures comes from the first input (torch.nn.LazyInstanceNorm2d). */
 export class LazyInstanceNorm2d extends LazyModuleMixin(InstanceNorm2d, LAZY_NORM) {
-  constructor(opts: InstanceNormOptions = {}) {
-    super(0, lazyDefaults(opts));
+  constructor(...args: LazyNormArgs<InstanceNormOptions>) {
+    super(0, lazyDefaults(bind<InstanceNormOptions>(LAZY_INSTANCE_NORM, args, 'LazyInstanceNorm2d')));
   }
 }
 
 /** InstanceNorm3d whose numFeatures comes from the first input (torch.nn.LazyInstanceNorm3d). */
 export class LazyInstanceNorm3d extends LazyModuleMixin(InstanceNorm3d, LAZY_NORM) {
-  constructor(opts: InstanceNormOptions = {}) {
-    super(0, lazyDefaults(opts));
+  constructor(...args: LazyNormArgs<InstanceNormOptions>) {
+    super(0, lazyDefaults(bind<InstanceNormOptions>(LAZY_INSTANCE_NORM, args, 'LazyInstanceNorm3d')));
   }
 }

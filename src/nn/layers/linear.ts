@@ -2,6 +2,7 @@
 // parameter names and default init; also the factory options (dtype, device) and the
 // Linear/Conv init that the other layers share.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
@@ -41,12 +42,32 @@ export function resetWeightAndBias(weight: t.Tensor, bias: t.Tensor | null): voi
   }
 }
 
-/** Returns its input unchanged (the same tensor). */
+/** The options of Linear, Bilinear and LazyLinear. */
+export interface LinearOptions extends FactoryOptions {
+  /** Learn an additive bias. Default true. */
+  bias?: boolean;
+}
+
+/**
+ * Returns its input unchanged (the same tensor). Like PyTorch's, it takes any arguments
+ * and uses none ("any argument (unused)"), so a model can swap it in for a layer.
+ */
 export class Identity extends Module {
+  // Not Module's constructor, which refuses arguments: PyTorch's Identity takes (*args, **kwargs).
+  constructor(..._args: unknown[]) {
+    super();
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return input;
   }
 }
+
+const LINEAR = signature('Linear', {
+  required: ['inFeatures', 'outFeatures'],
+  optional: ['bias', 'device', 'dtype'],
+});
+type LinearParams = { inFeatures: number; outFeatures: number } & LinearOptions;
 
 /** y = x·Wᵀ + b, with weight [outFeatures, inFeatures] and PyTorch's default init. */
 export class Linear extends Module {
@@ -55,11 +76,12 @@ export class Linear extends Module {
   weight: t.Tensor;
   bias: t.Tensor | null;
 
-  constructor(inFeatures: number, outFeatures: number, opts: { bias?: boolean } & FactoryOptions = {}) {
+  constructor(...args: Args<typeof LINEAR, LinearParams>) {
     super();
-    this.inFeatures = inFeatures;
-    this.outFeatures = outFeatures;
-    [this.weight, this.bias] = registerWeightAndBias(this, [outFeatures, inFeatures], outFeatures, opts);
+    const a = bind<LinearParams>(LINEAR, args, 'Linear');
+    this.inFeatures = a.inFeatures;
+    this.outFeatures = a.outFeatures;
+    [this.weight, this.bias] = registerWeightAndBias(this, [a.outFeatures, a.inFeatures], a.outFeatures, a);
     this.resetParameters();
   }
 
@@ -77,20 +99,28 @@ export class Linear extends Module {
   }
 }
 
+const BILINEAR = signature('Bilinear', {
+  required: ['in1Features', 'in2Features', 'outFeatures'],
+  optional: ['bias', 'device', 'dtype'],
+});
+type BilinearParams = { in1Features: number; in2Features: number; outFeatures: number } & LinearOptions;
+
 /** y = x1ᵀ·A·x2 + b (torch.nn.Bilinear): weight [out, in1, in2], bias [out], U(±1/√in1). */
 export class Bilinear extends Module {
+  readonly in1Features: number;
+  readonly in2Features: number;
+  readonly outFeatures: number;
   weight: t.Tensor;
   bias: t.Tensor | null;
 
-  constructor(
-    readonly in1Features: number,
-    readonly in2Features: number,
-    readonly outFeatures: number,
-    opts: { bias?: boolean } & FactoryOptions = {},
-  ) {
+  constructor(...args: Args<typeof BILINEAR, BilinearParams>) {
     super();
-    const weightShape = [outFeatures, in1Features, in2Features];
-    [this.weight, this.bias] = registerWeightAndBias(this, weightShape, outFeatures, opts);
+    const a = bind<BilinearParams>(BILINEAR, args, 'Bilinear');
+    this.in1Features = a.in1Features;
+    this.in2Features = a.in2Features;
+    this.outFeatures = a.outFeatures;
+    const weightShape = [a.outFeatures, a.in1Features, a.in2Features];
+    [this.weight, this.bias] = registerWeightAndBias(this, weightShape, a.outFeatures, a);
     this.resetParameters();
   }
 
@@ -132,9 +162,19 @@ const LAZY_LINEAR: LazySpec<Linear> = {
   },
 };
 
+const LAZY_LINEAR_SIG = signature('LazyLinear', {
+  required: ['outFeatures'],
+  optional: ['bias', 'device', 'dtype'],
+});
+
 /** Linear whose inFeatures is input.shape[-1] of the first forward (torch.nn.LazyLinear). */
 export class LazyLinear extends LazyModuleMixin(Linear, LAZY_LINEAR) {
-  constructor(outFeatures: number, opts: { bias?: boolean } & FactoryOptions = {}) {
+  constructor(...args: Args<typeof LAZY_LINEAR_SIG, { outFeatures: number } & LinearOptions>) {
+    const { outFeatures, ...opts } = bind<{ outFeatures: number } & LinearOptions>(
+      LAZY_LINEAR_SIG,
+      args,
+      'LazyLinear',
+    );
     super(0, outFeatures, opts);
   }
 }

@@ -1,7 +1,9 @@
 // torch.nn.modules.loss: each loss module is its functional with the options stored, over
 // torch's _Loss (the reduction, checked) and _WeightedLoss (a `weight` buffer, under
-// PyTorch's state-dict name).
+// PyTorch's state-dict name). The constructors take PyTorch's arguments, positional or by
+// name (nn/args.ts); the deprecated size_average and reduce set the reduction, as there.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, legacyReduction, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 
@@ -11,6 +13,28 @@ export interface LossOptions<R extends string = t.Reduction> {
   reduction?: R;
 }
 
+/** PyTorch's deprecated reduction arguments, in most losses' signatures. */
+interface Legacy {
+  /** Deprecated: with `reduce`, decides the reduction (false: 'sum'). */
+  sizeAverage?: boolean | null;
+  /** Deprecated: false gives 'none'. */
+  reduce?: boolean | null;
+}
+
+type LegacyLossOptions<R extends string = t.Reduction> = LossOptions<R> & Legacy;
+
+/** The reduction of bound arguments: `reduction`, or what the deprecated arguments say. */
+function reductionOf<R extends string>(a: LegacyLossOptions<R>): { reduction?: R } {
+  return { reduction: legacyReduction(a.sizeAverage, a.reduce, a.reduction) as R | undefined };
+}
+
+const LEGACY = ['sizeAverage', 'reduce', 'reduction'] as const;
+// _Loss's own signature: MSELoss, L1Loss, SoftMarginLoss, MultiLabelMarginLoss take it.
+const LOSS = signature(['MSELoss', 'L1Loss', 'SoftMarginLoss', 'MultiLabelMarginLoss'], { optional: LEGACY });
+// _WeightedLoss's: BCELoss and MultiLabelSoftMarginLoss take it.
+const WEIGHTED = signature(['BCELoss', 'MultiLabelSoftMarginLoss'], { optional: ['weight', ...LEGACY] });
+type WeightedParams = LegacyLossOptions & { weight?: t.Tensor | null };
+
 /**
  * torch's _Loss: the reduction, 'mean' by default, checked (an error names the class).
  * `R` widens it for a loss with reductions of its own (KLDivLoss's 'batchmean').
@@ -18,8 +42,10 @@ export interface LossOptions<R extends string = t.Reduction> {
 export abstract class _Loss<R extends string = t.Reduction> extends Module {
   readonly reduction: R;
 
-  constructor(opts: LossOptions<R> = {}) {
+  /** `(size_average, reduce, reduction)`, PyTorch's _Loss arguments (subclasses with more bind theirs). */
+  constructor(...args: Args<typeof LOSS, LegacyLossOptions<R>>) {
     super();
+    const opts = reductionOf(bind<LegacyLossOptions<R>>(LOSS, args, new.target.name));
     const r = opts.reduction ?? 'mean';
     if (r !== 'mean' && r !== 'sum' && r !== 'none' && !this.ownReductions.includes(r)) {
       throw new TypeError(
@@ -37,8 +63,10 @@ export abstract class _Loss<R extends string = t.Reduction> extends Module {
 
 /** torch's _WeightedLoss: a per-class (or per-element) rescaling weight, the buffer `weight`. */
 export abstract class _WeightedLoss extends _Loss {
-  constructor(opts: LossOptions & { weight?: t.Tensor | null } = {}) {
-    super(opts);
+  /** `(weight, size_average, reduce, reduction)`, PyTorch's _WeightedLoss arguments. */
+  constructor(...args: Args<typeof WEIGHTED, WeightedParams>) {
+    const opts = bind<WeightedParams>(WEIGHTED, args, new.target.name);
+    super(reductionOf(opts));
     this.registerBuffer('weight', opts.weight ?? null);
   }
 
@@ -61,12 +89,16 @@ export class L1Loss extends _Loss {
   }
 }
 
+const SMOOTH_L1 = signature('SmoothL1Loss', { optional: [...LEGACY, 'beta'] });
+type SmoothL1Params = LegacyLossOptions & { beta?: number };
+
 /** Smooth L1 (torch.nn.SmoothL1Loss): squared below beta, absolute above. */
 export class SmoothL1Loss extends _Loss {
   readonly beta: number;
 
-  constructor(opts: LossOptions & { beta?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof SMOOTH_L1, SmoothL1Params>) {
+    const opts = bind<SmoothL1Params>(SMOOTH_L1, args, 'SmoothL1Loss');
+    super(reductionOf(opts));
     this.beta = opts.beta ?? 1;
   }
 
@@ -75,12 +107,16 @@ export class SmoothL1Loss extends _Loss {
   }
 }
 
+const HUBER = signature('HuberLoss', { optional: ['reduction', 'delta'] });
+type HuberParams = LossOptions & { delta?: number };
+
 /** Huber loss (torch.nn.HuberLoss): squared below delta, delta-scaled absolute above. */
 export class HuberLoss extends _Loss {
   readonly delta: number;
 
-  constructor(opts: LossOptions & { delta?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof HUBER, HuberParams>) {
+    const opts = bind<HuberParams>(HUBER, args, 'HuberLoss');
+    super({ reduction: opts.reduction });
     this.delta = opts.delta ?? 1;
   }
 
@@ -103,12 +139,15 @@ export class MultiLabelMarginLoss extends _Loss {
   }
 }
 
+const KL_DIV = signature('KLDivLoss', { optional: [...LEGACY, 'logTarget'] });
+
 /** Kullback-Leibler divergence (torch.nn.KLDivLoss); reduction may also be 'batchmean'. */
 export class KLDivLoss extends _Loss<t.Reduction | 'batchmean'> {
   readonly logTarget: boolean;
 
-  constructor(opts: F.KlDivOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof KL_DIV, F.KlDivOptions>) {
+    const opts = bind<F.KlDivOptions>(KL_DIV, args, 'KLDivLoss');
+    super(reductionOf(opts));
     this.logTarget = opts.logTarget ?? false;
   }
 
@@ -121,14 +160,20 @@ export class KLDivLoss extends _Loss<t.Reduction | 'batchmean'> {
   }
 }
 
+const POISSON = signature('PoissonNLLLoss', {
+  optional: ['logInput', 'full', 'sizeAverage', 'eps', 'reduce', 'reduction'],
+});
+type PoissonParams = LegacyLossOptions & { logInput?: boolean; full?: boolean; eps?: number };
+
 /** Negative log likelihood of a Poisson target (torch.nn.PoissonNLLLoss). */
 export class PoissonNLLLoss extends _Loss {
   readonly logInput: boolean;
   readonly full: boolean;
   readonly eps: number;
 
-  constructor(opts: LossOptions & { logInput?: boolean; full?: boolean; eps?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof POISSON, PoissonParams>) {
+    const opts = bind<PoissonParams>(POISSON, args, 'PoissonNLLLoss');
+    super(reductionOf(opts));
     this.logInput = opts.logInput ?? true;
     this.full = opts.full ?? false;
     this.eps = opts.eps ?? 1e-8;
@@ -144,13 +189,18 @@ export class PoissonNLLLoss extends _Loss {
   }
 }
 
+// PyTorch's GaussianNLLLoss takes its arguments by keyword only.
+const GAUSSIAN = signature('GaussianNLLLoss', { keywordOnly: ['full', 'eps', 'reduction'] });
+type GaussianParams = LossOptions & { full?: boolean; eps?: number };
+
 /** Negative log likelihood of a Gaussian target; forward(input, target, variance) (torch.nn.GaussianNLLLoss). */
 export class GaussianNLLLoss extends _Loss {
   readonly full: boolean;
   readonly eps: number;
 
-  constructor(opts: LossOptions & { full?: boolean; eps?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof GAUSSIAN, GaussianParams>) {
+    const opts = bind<GaussianParams>(GAUSSIAN, args, 'GaussianNLLLoss');
+    super({ reduction: opts.reduction });
     this.full = opts.full ?? false;
     this.eps = opts.eps ?? 1e-6;
   }
@@ -164,7 +214,7 @@ export class GaussianNLLLoss extends _Loss {
   }
 }
 
-export interface CrossEntropyLossOptions {
+export interface CrossEntropyLossOptions extends Legacy {
   /** Per-class rescaling weight, a [C] tensor (registered as the buffer `weight`). */
   weight?: t.Tensor | null;
   /** Target value that contributes neither loss nor gradient. Default -100. */
@@ -175,13 +225,18 @@ export interface CrossEntropyLossOptions {
   labelSmoothing?: number;
 }
 
+const CROSS_ENTROPY = signature('CrossEntropyLoss', {
+  optional: ['weight', 'sizeAverage', 'ignoreIndex', 'reduce', 'reduction', 'labelSmoothing'],
+});
+
 /** Log-softmax + negative log likelihood over class logits; targets are class indices or probabilities. */
 export class CrossEntropyLoss extends _WeightedLoss {
   readonly ignoreIndex: number;
   readonly labelSmoothing: number;
 
-  constructor(opts: CrossEntropyLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof CROSS_ENTROPY, CrossEntropyLossOptions>) {
+    const opts = bind<CrossEntropyLossOptions>(CROSS_ENTROPY, args, 'CrossEntropyLoss');
+    super({ weight: opts.weight, ...reductionOf(opts) });
     this.ignoreIndex = opts.ignoreIndex ?? -100;
     this.labelSmoothing = opts.labelSmoothing ?? 0;
     if (!(this.labelSmoothing >= 0 && this.labelSmoothing <= 1)) {
@@ -199,19 +254,24 @@ export class CrossEntropyLoss extends _WeightedLoss {
   }
 }
 
-export interface NLLLossOptions extends LossOptions {
+export interface NLLLossOptions extends LossOptions, Legacy {
   /** Per-class rescaling weight, a [C] tensor (registered as the buffer `weight`). */
   weight?: t.Tensor | null;
   /** Target value that contributes neither loss nor gradient. Default -100. */
   ignoreIndex?: number;
 }
 
+const NLL = signature(['NLLLoss', 'NLLLoss2d'], {
+  optional: ['weight', 'sizeAverage', 'ignoreIndex', 'reduce', 'reduction'],
+});
+
 /** Negative log likelihood over log-probabilities (torch.nn.NLLLoss). */
 export class NLLLoss extends _WeightedLoss {
   readonly ignoreIndex: number;
 
-  constructor(opts: NLLLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof NLL, NLLLossOptions>) {
+    const opts = bind<NLLLossOptions>(NLL, args, new.target.name);
+    super({ weight: opts.weight, ...reductionOf(opts) });
     this.ignoreIndex = opts.ignoreIndex ?? -100;
   }
 
@@ -234,17 +294,20 @@ export class BCELoss extends _WeightedLoss {
   }
 }
 
-export interface BCEWithLogitsLossOptions extends LossOptions {
+export interface BCEWithLogitsLossOptions extends LossOptions, Legacy {
   /** Rescaling weight of each element's loss (the buffer `weight`). */
   weight?: t.Tensor | null;
   /** Weight of positive examples, per class (the buffer `pos_weight`, PyTorch's key). */
   posWeight?: t.Tensor | null;
 }
 
+const BCE_LOGITS = signature('BCEWithLogitsLoss', { optional: ['weight', ...LEGACY, 'posWeight'] });
+
 /** sigmoid + binary cross entropy in one stable op (torch.nn.BCEWithLogitsLoss). */
 export class BCEWithLogitsLoss extends _WeightedLoss {
-  constructor(opts: BCEWithLogitsLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof BCE_LOGITS, BCEWithLogitsLossOptions>) {
+    const opts = bind<BCEWithLogitsLossOptions>(BCE_LOGITS, args, 'BCEWithLogitsLoss');
+    super({ weight: opts.weight, ...reductionOf(opts) });
     this.registerBuffer('pos_weight', opts.posWeight ?? null);
   }
 
@@ -268,13 +331,17 @@ export class MultiLabelSoftMarginLoss extends _WeightedLoss {
   }
 }
 
+const MULTI_MARGIN = signature('MultiMarginLoss', { optional: ['p', 'margin', 'weight', ...LEGACY] });
+type MultiMarginParams = WeightedParams & { p?: 1 | 2; margin?: number };
+
 /** Multi-class hinge loss (torch.nn.MultiMarginLoss); `weight` is a buffer. */
 export class MultiMarginLoss extends _WeightedLoss {
   readonly p: 1 | 2;
   readonly margin: number;
 
-  constructor(opts: LossOptions & { p?: 1 | 2; margin?: number; weight?: t.Tensor | null } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof MULTI_MARGIN, MultiMarginParams>) {
+    const opts = bind<MultiMarginParams>(MULTI_MARGIN, args, 'MultiMarginLoss');
+    super({ weight: opts.weight, ...reductionOf(opts) });
     this.p = opts.p ?? 1;
     if (this.p !== 1 && this.p !== 2)
       throw new RangeError(`MultiMarginLoss: p must be 1 or 2, got ${this.p}`);
@@ -291,12 +358,19 @@ export class MultiMarginLoss extends _WeightedLoss {
   }
 }
 
+// HingeEmbeddingLoss, CosineEmbeddingLoss, MarginRankingLoss: (margin, size_average, reduce, reduction).
+const MARGIN = signature(['HingeEmbeddingLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss'], {
+  optional: ['margin', ...LEGACY],
+});
+type MarginParams = LegacyLossOptions & { margin?: number };
+
 /** Loss of ±1 targets on the margin of `input` (torch.nn.HingeEmbeddingLoss). */
 export class HingeEmbeddingLoss extends _Loss {
   readonly margin: number;
 
-  constructor(opts: LossOptions & { margin?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof MARGIN, MarginParams>) {
+    const opts = bind<MarginParams>(MARGIN, args, 'HingeEmbeddingLoss');
+    super(reductionOf(opts));
     this.margin = opts.margin ?? 1;
   }
 
@@ -309,8 +383,9 @@ export class HingeEmbeddingLoss extends _Loss {
 export class CosineEmbeddingLoss extends _Loss {
   readonly margin: number;
 
-  constructor(opts: LossOptions & { margin?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof MARGIN, MarginParams>) {
+    const opts = bind<MarginParams>(MARGIN, args, 'CosineEmbeddingLoss');
+    super(reductionOf(opts));
     this.margin = opts.margin ?? 0;
   }
 
@@ -323,8 +398,9 @@ export class CosineEmbeddingLoss extends _Loss {
 export class MarginRankingLoss extends _Loss {
   readonly margin: number;
 
-  constructor(opts: LossOptions & { margin?: number } = {}) {
-    super(opts);
+  constructor(...args: Args<typeof MARGIN, MarginParams>) {
+    const opts = bind<MarginParams>(MARGIN, args, 'MarginRankingLoss');
+    super(reductionOf(opts));
     this.margin = opts.margin ?? 0;
   }
 
@@ -333,6 +409,8 @@ export class MarginRankingLoss extends _Loss {
   }
 }
 
+const TRIPLET = signature('TripletMarginLoss', { optional: ['margin', 'p', 'eps', 'swap', ...LEGACY] });
+
 /** Anchor closer to the positive than to the negative by a margin, in p-norm (torch.nn.TripletMarginLoss). */
 export class TripletMarginLoss extends _Loss {
   readonly margin: number;
@@ -340,8 +418,9 @@ export class TripletMarginLoss extends _Loss {
   readonly eps: number;
   readonly swap: boolean;
 
-  constructor(opts: F.TripletMarginLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof TRIPLET, F.TripletMarginLossOptions>) {
+    const opts = bind<F.TripletMarginLossOptions>(TRIPLET, args, 'TripletMarginLoss');
+    super(reductionOf(opts));
     this.margin = opts.margin ?? 1;
     if (!(this.margin > 0))
       throw new RangeError(`TripletMarginLoss: margin must be greater than 0, got ${this.margin}`);
@@ -361,14 +440,24 @@ export class TripletMarginLoss extends _Loss {
   }
 }
 
+// PyTorch's TripletMarginWithDistanceLoss takes its arguments by keyword only.
+const TRIPLET_DISTANCE = signature('TripletMarginWithDistanceLoss', {
+  keywordOnly: ['distanceFunction', 'margin', 'swap', 'reduction'],
+});
+
 /** TripletMarginLoss with a distance function of one's own (torch.nn.TripletMarginWithDistanceLoss). */
 export class TripletMarginWithDistanceLoss extends _Loss {
   readonly distanceFunction: ((x1: t.Tensor, x2: t.Tensor) => t.Tensor) | null;
   readonly margin: number;
   readonly swap: boolean;
 
-  constructor(opts: F.TripletMarginWithDistanceLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof TRIPLET_DISTANCE, F.TripletMarginWithDistanceLossOptions>) {
+    const opts = bind<F.TripletMarginWithDistanceLossOptions>(
+      TRIPLET_DISTANCE,
+      args,
+      'TripletMarginWithDistanceLoss',
+    );
+    super({ reduction: opts.reduction });
     this.distanceFunction = opts.distanceFunction ?? null;
     this.margin = opts.margin ?? 1;
     if (!(this.margin > 0)) {
@@ -389,13 +478,16 @@ export class TripletMarginWithDistanceLoss extends _Loss {
   }
 }
 
+const CTC = signature('CTCLoss', { optional: ['blank', 'reduction', 'zeroInfinity'] });
+
 /** Connectionist temporal classification (torch.nn.CTCLoss). */
 export class CTCLoss extends _Loss {
   readonly blank: number;
   readonly zeroInfinity: boolean;
 
-  constructor(opts: F.CtcLossOptions = {}) {
-    super(opts);
+  constructor(...args: Args<typeof CTC, F.CtcLossOptions>) {
+    const opts = bind<F.CtcLossOptions>(CTC, args, 'CTCLoss');
+    super({ reduction: opts.reduction });
     this.blank = opts.blank ?? 0;
     this.zeroInfinity = opts.zeroInfinity ?? false;
   }

@@ -2,6 +2,7 @@
 // with PyTorch's parameter names and init (weight ones, bias zeros). The batch and
 // instance norms are in batchnorm.ts and instancenorm.ts, as in PyTorch.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
@@ -30,6 +31,12 @@ export interface LayerNormOptions extends FactoryOptions {
   bias?: boolean;
 }
 
+const LAYER_NORM = signature('LayerNorm', {
+  required: ['normalizedShape'],
+  optional: ['eps', 'elementwiseAffine', 'bias', 'device', 'dtype'],
+});
+type LayerNormParams = { normalizedShape: number | number[] } & LayerNormOptions;
+
 /** Normalises over the last dims (`normalizedShape`), per sample (torch.nn.LayerNorm). */
 export class LayerNorm extends Module {
   readonly normalizedShape: number[];
@@ -38,9 +45,10 @@ export class LayerNorm extends Module {
   weight: t.Tensor | null;
   bias: t.Tensor | null;
 
-  constructor(normalizedShape: number | number[], opts: LayerNormOptions = {}) {
+  constructor(...args: Args<typeof LAYER_NORM, LayerNormParams>) {
     super();
-    this.normalizedShape = shapeOf(normalizedShape);
+    const opts = bind<LayerNormParams>(LAYER_NORM, args, 'LayerNorm');
+    this.normalizedShape = shapeOf(opts.normalizedShape);
     this.eps = opts.eps ?? 1e-5;
     this.elementwiseAffine = opts.elementwiseAffine ?? true;
     const affine = this.elementwiseAffine;
@@ -72,6 +80,12 @@ export interface RMSNormOptions extends FactoryOptions {
   elementwiseAffine?: boolean;
 }
 
+const RMS_NORM = signature('RMSNorm', {
+  required: ['normalizedShape'],
+  optional: ['eps', 'elementwiseAffine', 'device', 'dtype'],
+});
+type RMSNormParams = { normalizedShape: number | number[] } & RMSNormOptions;
+
 /** Root-mean-square normalisation over the last dims (torch.nn.RMSNorm). */
 export class RMSNorm extends Module {
   readonly normalizedShape: number[];
@@ -79,9 +93,10 @@ export class RMSNorm extends Module {
   readonly elementwiseAffine: boolean;
   weight: t.Tensor | null;
 
-  constructor(normalizedShape: number | number[], opts: RMSNormOptions = {}) {
+  constructor(...args: Args<typeof RMS_NORM, RMSNormParams>) {
     super();
-    this.normalizedShape = shapeOf(normalizedShape);
+    const opts = bind<RMSNormParams>(RMS_NORM, args, 'RMSNorm');
+    this.normalizedShape = shapeOf(opts.normalizedShape);
     this.eps = opts.eps ?? null;
     this.elementwiseAffine = opts.elementwiseAffine ?? true;
     this.weight = this.registerParameter(
@@ -105,7 +120,16 @@ export interface GroupNormOptions extends FactoryOptions {
   eps?: number;
   /** Learnable per-channel weight (ones) and bias (zeros). Default true. */
   affine?: boolean;
+  /** With affine: learn the bias too (keyword-only, as in PyTorch). Default true. */
+  bias?: boolean;
 }
+
+const GROUP_NORM = signature('GroupNorm', {
+  required: ['numGroups', 'numChannels'],
+  optional: ['eps', 'affine', 'device', 'dtype'],
+  keywordOnly: ['bias'],
+});
+type GroupNormParams = { numGroups: number; numChannels: number } & GroupNormOptions;
 
 /** Normalises each of `numGroups` groups of channels of [N, C, *] input, per sample (torch.nn.GroupNorm). */
 export class GroupNorm extends Module {
@@ -116,8 +140,10 @@ export class GroupNorm extends Module {
   weight: t.Tensor | null;
   bias: t.Tensor | null;
 
-  constructor(numGroups: number, numChannels: number, opts: GroupNormOptions = {}) {
+  constructor(...args: Args<typeof GROUP_NORM, GroupNormParams>) {
     super();
+    const opts = bind<GroupNormParams>(GROUP_NORM, args, 'GroupNorm');
+    const { numGroups, numChannels } = opts;
     if (!Number.isInteger(numGroups) || numGroups <= 0) {
       throw new RangeError(`GroupNorm: numGroups must be a positive integer, got ${numGroups}`);
     }
@@ -131,7 +157,8 @@ export class GroupNorm extends Module {
     this.eps = opts.eps ?? 1e-5;
     this.affine = opts.affine ?? true;
     this.weight = this.registerParameter('weight', affineParameter(this.affine, [numChannels], opts));
-    this.bias = this.registerParameter('bias', affineParameter(this.affine, [numChannels], opts));
+    const bias = this.affine && opts.bias !== false;
+    this.bias = this.registerParameter('bias', affineParameter(bias, [numChannels], opts));
     this.resetParameters();
   }
 
@@ -148,15 +175,23 @@ export class GroupNorm extends Module {
   }
 }
 
+const LRN = signature('LocalResponseNorm', { required: ['size'], optional: ['alpha', 'beta', 'k'] });
+type LRNParams = { size: number; alpha?: number; beta?: number; k?: number };
+
 /** Local response normalisation across channels (torch.nn.LocalResponseNorm). */
 export class LocalResponseNorm extends Module {
-  constructor(
-    readonly size: number,
-    readonly alpha = 1e-4,
-    readonly beta = 0.75,
-    readonly k = 1,
-  ) {
+  readonly size: number;
+  readonly alpha: number;
+  readonly beta: number;
+  readonly k: number;
+
+  constructor(...args: Args<typeof LRN, LRNParams>) {
     super();
+    const a = bind<LRNParams>(LRN, args, 'LocalResponseNorm');
+    this.size = a.size;
+    this.alpha = a.alpha ?? 1e-4;
+    this.beta = a.beta ?? 0.75;
+    this.k = a.k ?? 1;
   }
 
   override forward(input: t.Tensor): t.Tensor {

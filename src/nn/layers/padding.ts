@@ -3,13 +3,23 @@
 // `dims` dims; a list is F.pad's, last dim first); each mode is a base over it, and each
 // class only names its rank.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, type Signature, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 
+const ranks = (prefix: string) => [1, 2, 3].map((d) => `${prefix}${d}d`);
+// PyTorch's signatures: (padding), and (padding, value) for ConstantPadNd.
+const PAD = signature(['ZeroPad', 'ReflectionPad', 'ReplicationPad', 'CircularPad'].flatMap(ranks), {
+  required: ['padding'],
+});
+const CONSTANT_PAD = signature(ranks('ConstantPad'), { required: ['padding'], optional: ['value'] });
+type PadParams = { padding: number | number[] };
+type ConstantPadParams = PadParams & { value?: number };
+
 /**
  * The padding modules' base (torch's _ConstantPadNd, _ReflectionPadNd, ... share its
- * shape). Every padding module takes (padding, value?): only ConstantPadNd keeps the
- * value; the others hold 0.
+ * shape). Every padding module takes its padding; only ConstantPadNd also takes a value
+ * (the others refuse one, and hold 0).
  */
 export abstract class _PadNd extends Module {
   /** The rank that an int padding pads: each class sets its own (ReflectionPad2d: 2). */
@@ -17,9 +27,11 @@ export abstract class _PadNd extends Module {
   readonly padding: number[];
   readonly value: number;
 
-  constructor(padding: number | number[], value = 0) {
+  /** Binds the subclass's arguments `args` by its signature `sig`. */
+  constructor(sig: Signature, args: ArrayLike<unknown>) {
     super();
     const { dims, name } = new.target;
+    const { padding, value = 0 } = bind<ConstantPadParams>(sig, args, name);
     this.padding =
       typeof padding === 'number' ? Array.from({ length: 2 * dims }, () => padding) : [...padding];
     if (this.padding.length !== 2 * dims) {
@@ -27,16 +39,11 @@ export abstract class _PadNd extends Module {
         `${name}: padding must be an int or ${2 * dims} ints, got ${JSON.stringify(padding)}`,
       );
     }
-    this.value = this.keepsValue ? value : 0;
+    this.value = value;
   }
 
   /** F.pad's mode. */
   protected abstract get mode(): F.PadMode;
-
-  /** Whether the constructor's `value` is the fill (ConstantPadNd only). */
-  protected get keepsValue(): boolean {
-    return false;
-  }
 
   override forward(input: t.Tensor): t.Tensor {
     const mode = this.mode;
@@ -50,6 +57,10 @@ export abstract class _PadNd extends Module {
 
 /** Pads with zeros. */
 export abstract class _ZeroPadNd extends _PadNd {
+  constructor(...args: Args<typeof PAD, PadParams>) {
+    super(PAD, args);
+  }
+
   protected override get mode(): F.PadMode {
     return 'constant';
   }
@@ -57,12 +68,12 @@ export abstract class _ZeroPadNd extends _PadNd {
 
 /** Pads with `value`. */
 export abstract class _ConstantPadNd extends _PadNd {
-  protected override get mode(): F.PadMode {
-    return 'constant';
+  constructor(...args: Args<typeof CONSTANT_PAD, ConstantPadParams>) {
+    super(CONSTANT_PAD, args);
   }
 
-  protected override get keepsValue(): boolean {
-    return true;
+  protected override get mode(): F.PadMode {
+    return 'constant';
   }
 
   override extraRepr(): string {
@@ -72,6 +83,9 @@ export abstract class _ConstantPadNd extends _PadNd {
 
 /** Pads with the reflection of the input at its edges. */
 export abstract class _ReflectionPadNd extends _PadNd {
+  constructor(...args: Args<typeof PAD, PadParams>) {
+    super(PAD, args);
+  }
   protected override get mode(): F.PadMode {
     return 'reflect';
   }
@@ -79,6 +93,9 @@ export abstract class _ReflectionPadNd extends _PadNd {
 
 /** Pads by repeating the input's edge values. */
 export abstract class _ReplicationPadNd extends _PadNd {
+  constructor(...args: Args<typeof PAD, PadParams>) {
+    super(PAD, args);
+  }
   protected override get mode(): F.PadMode {
     return 'replicate';
   }
@@ -86,6 +103,9 @@ export abstract class _ReplicationPadNd extends _PadNd {
 
 /** Pads with the input's values from the other end (periodic). */
 export abstract class _CircularPadNd extends _PadNd {
+  constructor(...args: Args<typeof PAD, PadParams>) {
+    super(PAD, args);
+  }
   protected override get mode(): F.PadMode {
     return 'circular';
   }

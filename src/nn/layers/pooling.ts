@@ -4,8 +4,49 @@
 // _LPPoolNd, _MaxUnpoolNd and the fractional pools' common part), so each 1d/2d/3d class
 // is its forward: the functional of its rank.
 import type * as t from '../../core/index.ts';
+import { type Args, bind, type Signature, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
+
+const ranks = (prefix: string) => [1, 2, 3].map((d) => `${prefix}${d}d`);
+// The modules without indices refuse return_indices=True: F's WithIndices forms return them.
+const NO_INDICES = {
+  unsupported: { returnIndices: false },
+  hints: { returnIndices: "call F's WithIndices form of the pooling for the indices" },
+} as const;
+const MAX_POOL = signature(ranks('MaxPool'), {
+  required: ['kernelSize'],
+  optional: ['stride', 'padding', 'dilation', 'returnIndices', 'ceilMode'],
+  ...NO_INDICES,
+});
+const AVG_POOL_1D = signature('AvgPool1d', {
+  required: ['kernelSize'],
+  optional: ['stride', 'padding', 'ceilMode', 'countIncludePad'],
+});
+const AVG_POOL = signature(['AvgPool2d', 'AvgPool3d'], {
+  required: ['kernelSize'],
+  optional: ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride'],
+});
+const ADAPTIVE_AVG = signature(ranks('AdaptiveAvgPool'), { required: ['outputSize'] });
+const ADAPTIVE_MAX = signature(ranks('AdaptiveMaxPool'), {
+  required: ['outputSize'],
+  optional: ['returnIndices'],
+  ...NO_INDICES,
+});
+const LP_POOL = signature(ranks('LPPool'), {
+  required: ['normType', 'kernelSize'],
+  optional: ['stride', 'ceilMode'],
+});
+const MAX_UNPOOL = signature(ranks('MaxUnpool'), {
+  required: ['kernelSize'],
+  optional: ['stride', 'padding'],
+});
+const FRACTIONAL = signature(['FractionalMaxPool2d', 'FractionalMaxPool3d'], {
+  required: ['kernelSize'],
+  optional: ['outputSize', 'outputRatio', 'returnIndices', '_randomSamples'],
+  aliases: { randomSamples: '_randomSamples' },
+  ...NO_INDICES,
+});
 
 /** A window size: an int, or one per spatial dim. */
 type Ints = number | number[];
@@ -21,8 +62,11 @@ interface MaxPoolOptions<S> {
   stride?: S | null;
   padding?: S;
   dilation?: S;
+  /** Only false: F.maxPool{1,2,3}dWithIndices return the indices. */
+  returnIndices?: false;
   ceilMode?: boolean;
 }
+type MaxPoolParams<S> = { kernelSize: S } & MaxPoolOptions<S>;
 
 /** torch's _MaxPoolNd: the window options of MaxPool1d/2d/3d. */
 export abstract class _MaxPoolNd<S extends Ints> extends Module {
@@ -32,8 +76,10 @@ export abstract class _MaxPoolNd<S extends Ints> extends Module {
   readonly dilation: S;
   readonly ceilMode: boolean;
 
-  constructor(kernelSize: S, opts: MaxPoolOptions<S> = {}) {
+  constructor(...args: Args<typeof MAX_POOL, MaxPoolParams<S>>) {
     super();
+    const opts = bind<MaxPoolParams<S>>(MAX_POOL, args, new.target.name);
+    const kernelSize = opts.kernelSize;
     this.kernelSize = kernelSize;
     this.stride = opts.stride ?? kernelSize;
     this.padding = (opts.padding ?? 0) as S;
@@ -41,7 +87,7 @@ export abstract class _MaxPoolNd<S extends Ints> extends Module {
     this.ceilMode = opts.ceilMode ?? false;
   }
 
-  protected poolOptions(): Required<MaxPoolOptions<S>> {
+  protected poolOptions(): Required<Omit<MaxPoolOptions<S>, 'returnIndices'>> {
     return { stride: this.stride, padding: this.padding, dilation: this.dilation, ceilMode: this.ceilMode };
   }
 
@@ -80,6 +126,8 @@ interface AvgPoolOptions<S> {
   /** Count the zero padding in the average. Default true. */
   countIncludePad?: boolean;
 }
+type AvgPoolParams<S> = { kernelSize: S } & AvgPoolOptions<S>;
+type AvgPool3dParams = AvgPoolParams<Ints> & { divisorOverride?: number | null };
 
 /** torch's _AvgPoolNd: the window options of AvgPool1d/2d/3d (2d and 3d add divisorOverride). */
 export abstract class _AvgPoolNd<S extends Ints> extends Module {
@@ -89,8 +137,10 @@ export abstract class _AvgPoolNd<S extends Ints> extends Module {
   readonly ceilMode: boolean;
   readonly countIncludePad: boolean;
 
-  constructor(kernelSize: S, opts: AvgPoolOptions<S> = {}) {
+  /** `opts`: the subclass's arguments, bound by its signature. */
+  constructor(opts: AvgPoolParams<S>) {
     super();
+    const kernelSize = opts.kernelSize;
     this.kernelSize = kernelSize;
     this.stride = opts.stride ?? kernelSize;
     this.padding = (opts.padding ?? 0) as S;
@@ -114,6 +164,10 @@ export abstract class _AvgPoolNd<S extends Ints> extends Module {
 
 /** Average pooling over [N, C, L] windows (torch.nn.AvgPool1d). */
 export class AvgPool1d extends _AvgPoolNd<number | [number]> {
+  constructor(...args: Args<typeof AVG_POOL_1D, AvgPoolParams<number | [number]>>) {
+    super(bind<AvgPoolParams<number | [number]>>(AVG_POOL_1D, args, 'AvgPool1d'));
+  }
+
   override forward(input: t.Tensor): t.Tensor {
     return F.avgPool1d(input, this.kernelSize, this.poolOptions());
   }
@@ -124,8 +178,9 @@ export class AvgPool2d extends _AvgPoolNd<F.IntOrPair> {
   /** Divide by this instead of the window size. */
   readonly divisorOverride: number | null;
 
-  constructor(kernelSize: F.IntOrPair, opts: F.AvgPool2dOptions = {}) {
-    super(kernelSize, opts);
+  constructor(...args: Args<typeof AVG_POOL, { kernelSize: F.IntOrPair } & F.AvgPool2dOptions>) {
+    const opts = bind<{ kernelSize: F.IntOrPair } & F.AvgPool2dOptions>(AVG_POOL, args, 'AvgPool2d');
+    super(opts);
     this.divisorOverride = opts.divisorOverride ?? null;
   }
 
@@ -142,8 +197,9 @@ export class AvgPool3d extends _AvgPoolNd<Ints> {
   /** Divide by this instead of the window size. */
   readonly divisorOverride: number | null;
 
-  constructor(kernelSize: Ints, opts: AvgPoolOptions<Ints> & { divisorOverride?: number | null } = {}) {
-    super(kernelSize, opts);
+  constructor(...args: Args<typeof AVG_POOL, AvgPool3dParams>) {
+    const opts = bind<AvgPool3dParams>(AVG_POOL, args, 'AvgPool3d');
+    super(opts);
     this.divisorOverride = opts.divisorOverride ?? null;
   }
 
@@ -155,10 +211,18 @@ export class AvgPool3d extends _AvgPoolNd<Ints> {
   }
 }
 
+type AdaptiveParams<S> = { outputSize: S; returnIndices?: false };
+
 /** torch's _AdaptiveAvgPoolNd and _AdaptiveMaxPoolNd: pooling to a fixed output size. */
 export abstract class _AdaptivePoolNd<S extends Ints> extends Module {
-  constructor(readonly outputSize: S) {
+  /** The class's signature: AdaptiveMaxPool's (output_size, return_indices), or AdaptiveAvgPool's (output_size). */
+  protected static readonly signature: Signature = ADAPTIVE_MAX;
+  readonly outputSize: S;
+
+  constructor(...args: Args<typeof ADAPTIVE_MAX, AdaptiveParams<S>>) {
     super();
+    const { signature: sig, name } = new.target as unknown as { signature: Signature; name: string };
+    this.outputSize = bind<AdaptiveParams<S>>(sig, args, name).outputSize;
   }
 
   override extraRepr(): string {
@@ -168,6 +232,8 @@ export abstract class _AdaptivePoolNd<S extends Ints> extends Module {
 
 /** Average pooling of [N, C, L] to `outputSize` (torch.nn.AdaptiveAvgPool1d). */
 export class AdaptiveAvgPool1d extends _AdaptivePoolNd<number | [number]> {
+  protected static override readonly signature: Signature = ADAPTIVE_AVG;
+
   override forward(input: t.Tensor): t.Tensor {
     return F.adaptiveAvgPool1d(input, this.outputSize);
   }
@@ -175,6 +241,8 @@ export class AdaptiveAvgPool1d extends _AdaptivePoolNd<number | [number]> {
 
 /** Average pooling to a fixed output size, e.g. [1, 1] before a classifier (torch.nn.AdaptiveAvgPool2d). */
 export class AdaptiveAvgPool2d extends _AdaptivePoolNd<F.IntOrPair> {
+  protected static override readonly signature: Signature = ADAPTIVE_AVG;
+
   override forward(input: t.Tensor): t.Tensor {
     return F.adaptiveAvgPool2d(input, this.outputSize);
   }
@@ -182,6 +250,8 @@ export class AdaptiveAvgPool2d extends _AdaptivePoolNd<F.IntOrPair> {
 
 /** Average pooling of [N, C, D, H, W] to `outputSize` (torch.nn.AdaptiveAvgPool3d). */
 export class AdaptiveAvgPool3d extends _AdaptivePoolNd<Ints> {
+  protected static override readonly signature: Signature = ADAPTIVE_AVG;
+
   override forward(input: t.Tensor): t.Tensor {
     return F.adaptiveAvgPool3d(input, this.outputSize);
   }
@@ -208,20 +278,23 @@ export class AdaptiveMaxPool3d extends _AdaptivePoolNd<Ints> {
   }
 }
 
+type LPPoolParams = { normType: number; kernelSize: Ints; stride?: Ints | null; ceilMode?: boolean };
+
 /**
  * torch's _LPPoolNd, power-average pooling: LPPool{1,2,3}d(normType, kernelSize,
  * { stride, ceilMode }) computes (Σ x^p)^(1/p) per window.
  */
 export abstract class _LPPoolNd extends Module {
+  readonly normType: number;
+  readonly kernelSize: Ints;
   readonly stride: Ints | null;
   readonly ceilMode: boolean;
 
-  constructor(
-    readonly normType: number,
-    readonly kernelSize: Ints,
-    opts: { stride?: Ints | null; ceilMode?: boolean } = {},
-  ) {
+  constructor(...args: Args<typeof LP_POOL, LPPoolParams>) {
     super();
+    const opts = bind<LPPoolParams>(LP_POOL, args, new.target.name);
+    this.normType = opts.normType;
+    this.kernelSize = opts.kernelSize;
     this.stride = opts.stride ?? null;
     this.ceilMode = opts.ceilMode ?? false;
   }
@@ -257,19 +330,22 @@ export class LPPool3d extends _LPPoolNd {
   }
 }
 
+type MaxUnpoolParams = { kernelSize: Ints; stride?: Ints | null; padding?: Ints };
+
 /**
  * torch's _MaxUnpoolNd: MaxUnpool{1,2,3}d(kernelSize, { stride, padding }) inverts max
  * pooling given its indices; forward(input, indices, outputSize?).
  */
 export abstract class _MaxUnpoolNd extends Module {
+  readonly kernelSize: Ints;
   readonly stride: Ints;
   readonly padding: Ints;
 
-  constructor(
-    readonly kernelSize: Ints,
-    opts: { stride?: Ints | null; padding?: Ints } = {},
-  ) {
+  constructor(...args: Args<typeof MAX_UNPOOL, MaxUnpoolParams>) {
     super();
+    const opts = bind<MaxUnpoolParams>(MAX_UNPOOL, args, new.target.name);
+    const kernelSize = opts.kernelSize;
+    this.kernelSize = kernelSize;
     this.stride = opts.stride ?? kernelSize;
     this.padding = opts.padding ?? 0;
   }
@@ -312,22 +388,27 @@ interface FractionalMaxPoolModuleOptions {
   outputRatio?: Ints | null;
   /** The samples that place the regions (the buffer `_random_samples`); drawn per forward when not given. */
   randomSamples?: t.Tensor | null;
+  /** PyTorch's name of randomSamples. */
+  _randomSamples?: t.Tensor | null;
+  /** Only false: F.fractionalMaxPool{2,3}dWithIndices return the indices. */
+  returnIndices?: false;
 }
+type FractionalParams = { kernelSize: Ints } & FractionalMaxPoolModuleOptions;
 
 /**
  * The fractional max pools' common part: FractionalMaxPool{2,3}d(kernelSize,
  * { outputSize | outputRatio, randomSamples }).
  */
 export abstract class _FractionalMaxPoolNd extends Module {
+  readonly kernelSize: Ints;
   readonly outputSize: Ints | null;
   readonly outputRatio: Ints | null;
 
-  constructor(
-    readonly kernelSize: Ints,
-    opts: FractionalMaxPoolModuleOptions = {},
-  ) {
+  constructor(...args: Args<typeof FRACTIONAL, FractionalParams>) {
     super();
     const name = new.target.name;
+    const opts = bind<FractionalParams>(FRACTIONAL, args, name);
+    this.kernelSize = opts.kernelSize;
     this.outputSize = opts.outputSize ?? null;
     this.outputRatio = opts.outputRatio ?? null;
     if (this.outputSize === null && this.outputRatio === null) {
@@ -343,7 +424,7 @@ export abstract class _FractionalMaxPoolNd extends Module {
       );
     }
     // PyTorch's buffer name; a null buffer is not part of the state dict.
-    this.registerBuffer('_random_samples', opts.randomSamples ?? null);
+    this.registerBuffer('_random_samples', opts._randomSamples ?? null);
   }
 
   protected poolOptions(): F.FractionalMaxPoolOptions {

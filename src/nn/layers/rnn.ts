@@ -3,6 +3,7 @@
 // weight_hr_l0 for a projected LSTM), flat-weight order and U(±1/√hidden) init. Packed
 // sequences are not supported.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
@@ -24,8 +25,43 @@ export interface RNNOptions extends FactoryOptions {
 type Mode = 'RNN_TANH' | 'RNN_RELU' | 'LSTM' | 'GRU';
 const GATES: Record<Mode, number> = { RNN_TANH: 1, RNN_RELU: 1, LSTM: 4, GRU: 3 };
 
+// PyTorch's signatures: RNNBase's, and RNN's (nonlinearity after num_layers), LSTM's
+// (proj_size) and GRU's in the order of their typing overloads.
+const RNN_BASE = signature('RNNBase', {
+  required: ['mode', 'inputSize', 'hiddenSize'],
+  optional: ['numLayers', 'bias', 'batchFirst', 'dropout', 'bidirectional', 'projSize', 'device', 'dtype'],
+});
+const RNN_SIG = signature('RNN', {
+  required: ['inputSize', 'hiddenSize'],
+  optional: [
+    'numLayers',
+    'nonlinearity',
+    'bias',
+    'batchFirst',
+    'dropout',
+    'bidirectional',
+    'device',
+    'dtype',
+  ],
+});
+const LSTM_SIG = signature('LSTM', {
+  required: ['inputSize', 'hiddenSize'],
+  optional: ['numLayers', 'bias', 'batchFirst', 'dropout', 'bidirectional', 'projSize', 'device', 'dtype'],
+});
+const GRU_SIG = signature('GRU', {
+  required: ['inputSize', 'hiddenSize'],
+  optional: ['numLayers', 'bias', 'batchFirst', 'dropout', 'bidirectional', 'device', 'dtype'],
+});
+type Sizes = { inputSize: number; hiddenSize: number };
+type RNNBaseParams = { mode: Mode } & Sizes & RNNOptions & { projSize?: number };
+type RNNParams = Sizes & RNNOptions & { nonlinearity?: 'tanh' | 'relu' };
+type LSTMParams = Sizes & RNNOptions & { projSize?: number };
+
 /** torch's RNNBase: the parameters, their order and the shape checks shared by RNN, LSTM and GRU. */
 export abstract class RNNBase extends Module {
+  readonly mode: Mode;
+  readonly inputSize: number;
+  readonly hiddenSize: number;
   readonly numLayers: number;
   readonly bias: boolean;
   readonly batchFirst: boolean;
@@ -35,13 +71,13 @@ export abstract class RNNBase extends Module {
   /** PyTorch's _flat_weights_names, in the order the aten op takes the weights. */
   readonly flatWeightsNames: string[] = [];
 
-  constructor(
-    readonly mode: Mode,
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    opts: RNNOptions & { projSize?: number },
-  ) {
+  constructor(...args: Args<typeof RNN_BASE, RNNBaseParams>) {
     super();
+    const opts = bind<RNNBaseParams>(RNN_BASE, args, 'RNNBase');
+    const { mode, inputSize, hiddenSize } = opts;
+    this.mode = mode;
+    this.inputSize = inputSize;
+    this.hiddenSize = hiddenSize;
     const cls = mode === 'LSTM' ? 'LSTM' : mode === 'GRU' ? 'GRU' : 'RNN';
     this.numLayers = opts.numLayers ?? 1;
     this.bias = opts.bias ?? true;
@@ -165,12 +201,9 @@ export abstract class RNNBase extends Module {
 export class RNN extends RNNBase {
   readonly nonlinearity: 'tanh' | 'relu';
 
-  constructor(
-    inputSize: number,
-    hiddenSize: number,
-    opts: RNNOptions & { nonlinearity?: 'tanh' | 'relu' } = {},
-  ) {
-    const nl = opts.nonlinearity ?? 'tanh';
+  constructor(...args: Args<typeof RNN_SIG, RNNParams>) {
+    const { inputSize, hiddenSize, nonlinearity, ...opts } = bind<RNNParams>(RNN_SIG, args, 'RNN');
+    const nl = nonlinearity ?? 'tanh';
     if (nl !== 'tanh' && nl !== 'relu')
       throw new TypeError(`Unknown nonlinearity '${String(nl)}'. Select from 'tanh' or 'relu'.`);
     super(nl === 'tanh' ? 'RNN_TANH' : 'RNN_RELU', inputSize, hiddenSize, opts);
@@ -185,7 +218,8 @@ export class RNN extends RNNBase {
 
 /** Gated recurrent unit. forward → [output, hN]. */
 export class GRU extends RNNBase {
-  constructor(inputSize: number, hiddenSize: number, opts: RNNOptions = {}) {
+  constructor(...args: Args<typeof GRU_SIG, Sizes & RNNOptions>) {
+    const { inputSize, hiddenSize, ...opts } = bind<Sizes & RNNOptions>(GRU_SIG, args, 'GRU');
     super('GRU', inputSize, hiddenSize, opts);
   }
 
@@ -196,7 +230,8 @@ export class GRU extends RNNBase {
 
 /** Long short-term memory; `projSize` adds PyTorch's projection (weight_hr). forward → [output, [hN, cN]]. */
 export class LSTM extends RNNBase {
-  constructor(inputSize: number, hiddenSize: number, opts: RNNOptions & { projSize?: number } = {}) {
+  constructor(...args: Args<typeof LSTM_SIG, LSTMParams>) {
+    const { inputSize, hiddenSize, ...opts } = bind<LSTMParams>(LSTM_SIG, args, 'LSTM');
     super('LSTM', inputSize, hiddenSize, opts);
   }
 
@@ -244,21 +279,41 @@ export class LSTM extends RNNBase {
   }
 }
 
+// PyTorch's signatures: RNNCellBase's (num_chunks is the gate count), RNNCell's, and
+// LSTMCell's and GRUCell's.
+const CELL_BASE = signature('RNNCellBase', {
+  required: ['inputSize', 'hiddenSize', 'bias', 'numChunks'],
+  optional: ['device', 'dtype'],
+});
+const RNN_CELL = signature('RNNCell', {
+  required: ['inputSize', 'hiddenSize'],
+  optional: ['bias', 'nonlinearity', 'device', 'dtype'],
+});
+const GATED_CELL = signature(['LSTMCell', 'GRUCell'], {
+  required: ['inputSize', 'hiddenSize'],
+  optional: ['bias', 'device', 'dtype'],
+});
+type CellBaseParams = Sizes & { bias: boolean; numChunks: number } & FactoryOptions;
+type CellParams = Sizes & { bias?: boolean } & FactoryOptions;
+type RNNCellParams = CellParams & { nonlinearity?: 'tanh' | 'relu' };
+
 /** One step of an RNN/LSTM/GRU (torch's RNNCellBase): weight_ih, weight_hh, bias_ih, bias_hh. */
 export abstract class RNNCellBase extends Module {
+  readonly inputSize: number;
+  readonly hiddenSize: number;
+  readonly bias: boolean;
   weight_ih: t.Tensor;
   weight_hh: t.Tensor;
   bias_ih: t.Tensor | null;
   bias_hh: t.Tensor | null;
 
-  constructor(
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    readonly bias: boolean,
-    gates: number,
-    opts: FactoryOptions,
-  ) {
+  constructor(...args: Args<typeof CELL_BASE, CellBaseParams>) {
     super();
+    const opts = bind<CellBaseParams>(CELL_BASE, args, 'RNNCellBase');
+    const { inputSize, hiddenSize, bias, numChunks: gates } = opts;
+    this.inputSize = inputSize;
+    this.hiddenSize = hiddenSize;
+    this.bias = bias;
     const factory = { dtype: opts.dtype, device: opts.device };
     this.weight_ih = this.registerParameter(
       'weight_ih',
@@ -321,12 +376,9 @@ export abstract class RNNCellBase extends Module {
 /** An Elman RNN cell: h' = tanh (or relu)(W_ih·x + b_ih + W_hh·h + b_hh). */
 export class RNNCell extends RNNCellBase {
   readonly nonlinearity: 'tanh' | 'relu';
-  constructor(
-    inputSize: number,
-    hiddenSize: number,
-    opts: { bias?: boolean; nonlinearity?: 'tanh' | 'relu' } & FactoryOptions = {},
-  ) {
-    super(inputSize, hiddenSize, opts.bias ?? true, 1, opts);
+  constructor(...args: Args<typeof RNN_CELL, RNNCellParams>) {
+    const opts = bind<RNNCellParams>(RNN_CELL, args, 'RNNCell');
+    super(opts.inputSize, opts.hiddenSize, opts.bias ?? true, 1, { device: opts.device, dtype: opts.dtype });
     this.nonlinearity = opts.nonlinearity ?? 'tanh';
     if (this.nonlinearity !== 'tanh' && this.nonlinearity !== 'relu') {
       throw new TypeError(`Unknown nonlinearity: ${String(this.nonlinearity)}`);
@@ -340,8 +392,9 @@ export class RNNCell extends RNNCellBase {
 
 /** A gated recurrent unit cell. */
 export class GRUCell extends RNNCellBase {
-  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean } & FactoryOptions = {}) {
-    super(inputSize, hiddenSize, opts.bias ?? true, 3, opts);
+  constructor(...args: Args<typeof GATED_CELL, CellParams>) {
+    const opts = bind<CellParams>(GATED_CELL, args, 'GRUCell');
+    super(opts.inputSize, opts.hiddenSize, opts.bias ?? true, 3, { device: opts.device, dtype: opts.dtype });
   }
   override forward(input: t.Tensor, hx: t.Tensor | null = null): t.Tensor {
     return this.runCell('GRUCell', 'aten::gru_cell', input, hx);
@@ -350,8 +403,9 @@ export class GRUCell extends RNNCellBase {
 
 /** forward(input, [h, c]?) → [h', c']. */
 export class LSTMCell extends RNNCellBase {
-  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean } & FactoryOptions = {}) {
-    super(inputSize, hiddenSize, opts.bias ?? true, 4, opts);
+  constructor(...args: Args<typeof GATED_CELL, CellParams>) {
+    const opts = bind<CellParams>(GATED_CELL, args, 'LSTMCell');
+    super(opts.inputSize, opts.hiddenSize, opts.bias ?? true, 4, { device: opts.device, dtype: opts.dtype });
   }
   override forward(input: t.Tensor, hx: [t.Tensor, t.Tensor] | null = null): [t.Tensor, t.Tensor] {
     return t.tidy(() => {

@@ -1,6 +1,7 @@
 // torch.nn.modules.sparse: Embedding and EmbeddingBag, lookup tables whose parameter
 // `weight` is N(0, 1) with the padding row, if any, zeroed.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
@@ -32,11 +33,48 @@ export interface EmbeddingOptions extends FactoryOptions {
   maxNorm?: number | null;
   normType?: number;
   scaleGradByFreq?: boolean;
-  /** An initial weight [numEmbeddings, embeddingDim] (used as the parameter). */
+  /** Sparse gradients are not supported by tsddp: false only. */
+  sparse?: boolean;
+  /** An initial weight [numEmbeddings, embeddingDim] (used as the parameter); PyTorch's `_weight`. */
   weight?: t.Tensor | null;
-  /** With `weight`: do not train it. Default false. */
+  /** PyTorch's name of weight. */
+  _weight?: t.Tensor | null;
+  /** With `weight`: do not train it. Default false. PyTorch's `_freeze`. */
   freeze?: boolean;
+  /** PyTorch's name of freeze. */
+  _freeze?: boolean;
 }
+
+const NO_SPARSE = {
+  unsupported: { sparse: false },
+  hints: { sparse: 'sparse gradients are not supported by tsddp' },
+} as const;
+const EMBEDDING = signature('Embedding', {
+  required: ['numEmbeddings', 'embeddingDim'],
+  optional: [
+    'paddingIdx',
+    'maxNorm',
+    'normType',
+    'scaleGradByFreq',
+    'sparse',
+    '_weight',
+    '_freeze',
+    'device',
+    'dtype',
+  ],
+  aliases: { weight: '_weight', freeze: '_freeze' },
+  ...NO_SPARSE,
+});
+type EmbeddingParams = { numEmbeddings: number; embeddingDim: number } & EmbeddingOptions;
+const FROM_PRETRAINED = signature('Embedding.fromPretrained', {
+  required: ['embeddings'],
+  optional: ['freeze', 'paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse'],
+  ...NO_SPARSE,
+});
+type FromPretrainedParams = { embeddings: t.Tensor } & Omit<
+  EmbeddingOptions,
+  'weight' | '_weight' | '_freeze' | 'dtype' | 'device'
+>;
 
 /** A lookup table of `numEmbeddings` vectors of size `embeddingDim` (parameter `weight`, N(0, 1)). */
 export class Embedding extends Module {
@@ -48,22 +86,20 @@ export class Embedding extends Module {
   readonly scaleGradByFreq: boolean;
   weight: t.Tensor;
 
-  constructor(numEmbeddings: number, embeddingDim: number, opts: EmbeddingOptions = {}) {
+  constructor(...args: Args<typeof EMBEDDING, EmbeddingParams>) {
     super();
+    const opts = bind<EmbeddingParams>(EMBEDDING, args, 'Embedding');
+    const { numEmbeddings, embeddingDim } = opts;
     this.numEmbeddings = numEmbeddings;
     this.embeddingDim = embeddingDim;
     this.paddingIdx = paddingRow('Embedding', opts.paddingIdx ?? null, numEmbeddings);
     this.maxNorm = opts.maxNorm ?? null;
     this.normType = opts.normType ?? 2;
     this.scaleGradByFreq = opts.scaleGradByFreq ?? false;
-    const given = opts.weight ?? null;
+    const given = opts._weight ?? null;
     if (given !== null) {
-      if (given.ndim !== 2 || given.shape[0] !== numEmbeddings || given.shape[1] !== embeddingDim) {
-        throw new RangeError(
-          `Embedding: weight must be [${numEmbeddings}, ${embeddingDim}], got [${given.shape.join(', ')}]`,
-        );
-      }
-      this.weight = this.registerParameter('weight', Parameter(given, !(opts.freeze ?? false)));
+      checkWeight('Embedding', given, numEmbeddings, embeddingDim);
+      this.weight = this.registerParameter('weight', Parameter(given, !(opts._freeze ?? false)));
     } else {
       const w = t.empty([numEmbeddings, embeddingDim], { dtype: opts.dtype, device: opts.device });
       this.weight = this.registerParameter('weight', Parameter(w));
@@ -71,11 +107,17 @@ export class Embedding extends Module {
     }
   }
 
-  /** An Embedding holding `embeddings` ([num, dim]) as its weight, frozen unless `freeze: false`. */
-  static fromPretrained(
-    embeddings: t.Tensor,
-    opts: Omit<EmbeddingOptions, 'weight' | 'dtype' | 'device'> = {},
-  ): Embedding {
+  /**
+   * An Embedding holding `embeddings` ([num, dim]) as its weight, frozen unless `freeze`
+   * is false: PyTorch's from_pretrained(embeddings, freeze, padding_idx, max_norm,
+   * norm_type, scale_grad_by_freq, sparse), positional or by name.
+   */
+  static fromPretrained(...args: Args<typeof FROM_PRETRAINED, FromPretrainedParams>): Embedding {
+    const { embeddings, ...opts } = bind<FromPretrainedParams>(
+      FROM_PRETRAINED,
+      args,
+      'Embedding.fromPretrained',
+    );
     if (embeddings.ndim !== 2) throw new RangeError('Embeddings parameter is expected to be 2-dimensional');
     const [rows, cols] = embeddings.shape;
     return new Embedding(rows, cols, { ...opts, weight: embeddings, freeze: opts.freeze ?? true });
@@ -103,6 +145,15 @@ export class Embedding extends Module {
   }
 }
 
+/** A given weight must be [numEmbeddings, embeddingDim]. */
+function checkWeight(cls: string, weight: t.Tensor, numEmbeddings: number, embeddingDim: number): void {
+  if (weight.ndim !== 2 || weight.shape[0] !== numEmbeddings || weight.shape[1] !== embeddingDim) {
+    throw new RangeError(
+      `${cls}: weight must be [${numEmbeddings}, ${embeddingDim}], got [${weight.shape.join(', ')}]`,
+    );
+  }
+}
+
 export interface EmbeddingBagModuleOptions extends FactoryOptions {
   maxNorm?: number | null;
   normType?: number;
@@ -112,10 +163,37 @@ export interface EmbeddingBagModuleOptions extends FactoryOptions {
   includeLastOffset?: boolean;
   /** Row left out of every bag (and zero-initialised); negative counts from the end. */
   paddingIdx?: number | null;
+  /** Sparse gradients are not supported by tsddp: false only. */
+  sparse?: boolean;
+  /** An initial weight [numEmbeddings, embeddingDim] (used as the parameter); PyTorch's `_weight`. */
+  weight?: t.Tensor | null;
+  /** PyTorch's name of weight. */
+  _weight?: t.Tensor | null;
 }
+
+const EMBEDDING_BAG = signature('EmbeddingBag', {
+  required: ['numEmbeddings', 'embeddingDim'],
+  optional: [
+    'maxNorm',
+    'normType',
+    'scaleGradByFreq',
+    'mode',
+    'sparse',
+    '_weight',
+    'includeLastOffset',
+    'paddingIdx',
+    'device',
+    'dtype',
+  ],
+  aliases: { weight: '_weight' },
+  ...NO_SPARSE,
+});
+type EmbeddingBagParams = { numEmbeddings: number; embeddingDim: number } & EmbeddingBagModuleOptions;
 
 /** Bags of embedding rows reduced by sum/mean/max (torch.nn.EmbeddingBag; parameter `weight`, N(0, 1)). */
 export class EmbeddingBag extends Module {
+  readonly numEmbeddings: number;
+  readonly embeddingDim: number;
   readonly maxNorm: number | null;
   readonly normType: number;
   readonly scaleGradByFreq: boolean;
@@ -124,21 +202,28 @@ export class EmbeddingBag extends Module {
   readonly paddingIdx: number | null;
   weight: t.Tensor;
 
-  constructor(
-    readonly numEmbeddings: number,
-    readonly embeddingDim: number,
-    opts: EmbeddingBagModuleOptions = {},
-  ) {
+  constructor(...args: Args<typeof EMBEDDING_BAG, EmbeddingBagParams>) {
     super();
+    const opts = bind<EmbeddingBagParams>(EMBEDDING_BAG, args, 'EmbeddingBag');
+    const { numEmbeddings, embeddingDim } = opts;
+    this.numEmbeddings = numEmbeddings;
+    this.embeddingDim = embeddingDim;
     this.maxNorm = opts.maxNorm ?? null;
     this.normType = opts.normType ?? 2;
     this.scaleGradByFreq = opts.scaleGradByFreq ?? false;
     this.mode = opts.mode ?? 'mean';
     this.includeLastOffset = opts.includeLastOffset ?? false;
     this.paddingIdx = paddingRow('EmbeddingBag', opts.paddingIdx ?? null, numEmbeddings);
-    const w = t.empty([numEmbeddings, embeddingDim], { dtype: opts.dtype, device: opts.device });
-    this.weight = this.registerParameter('weight', Parameter(w));
-    this.resetParameters();
+    const given = opts._weight ?? null;
+    if (given !== null) {
+      // As PyTorch's _weight: the tensor becomes the parameter, not re-initialized.
+      checkWeight('EmbeddingBag', given, numEmbeddings, embeddingDim);
+      this.weight = this.registerParameter('weight', Parameter(given));
+    } else {
+      const w = t.empty([numEmbeddings, embeddingDim], { dtype: opts.dtype, device: opts.device });
+      this.weight = this.registerParameter('weight', Parameter(w));
+      this.resetParameters();
+    }
   }
 
   resetParameters(): void {

@@ -3,10 +3,11 @@
 // init and computation. PyTorch's inference fast paths (fused encoder layer, nested
 // tensors) are not taken: the general computation always runs.
 import * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
+import { deepCopyModule } from '../copy.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
 import { Module } from '../module.ts';
-import { isParameter, Parameter } from '../parameter.ts';
 import { MultiheadAttention } from './attention.ts';
 import { ModuleList } from './container.ts';
 import { Dropout } from './dropout.ts';
@@ -32,6 +33,52 @@ export interface TransformerLayerOptions extends FactoryOptions {
   /** Biases in the Linear and LayerNorm layers. Default true. */
   bias?: boolean;
 }
+
+// PyTorch's signatures of the layers, the stacks and the Transformer.
+const LAYER_OPTIONAL = [
+  'dimFeedforward',
+  'dropout',
+  'activation',
+  'layerNormEps',
+  'batchFirst',
+  'normFirst',
+  'bias',
+  'device',
+  'dtype',
+] as const;
+const LAYER = signature(['TransformerEncoderLayer', 'TransformerDecoderLayer'], {
+  required: ['dModel', 'nhead'],
+  optional: LAYER_OPTIONAL,
+});
+type LayerParams = { dModel: number; nhead: number } & TransformerLayerOptions;
+const ENCODER = signature('TransformerEncoder', {
+  required: ['encoderLayer', 'numLayers'],
+  optional: ['norm', 'enableNestedTensor', 'maskCheck'],
+  inert: ['enableNestedTensor', 'maskCheck'],
+});
+const DECODER = signature('TransformerDecoder', {
+  required: ['decoderLayer', 'numLayers'],
+  optional: ['norm'],
+});
+const TRANSFORMER = signature('Transformer', {
+  optional: [
+    'dModel',
+    'nhead',
+    'numEncoderLayers',
+    'numDecoderLayers',
+    'dimFeedforward',
+    'dropout',
+    'activation',
+    'customEncoder',
+    'customDecoder',
+    'layerNormEps',
+    'batchFirst',
+    'normFirst',
+    'bias',
+    'device',
+    'dtype',
+  ],
+});
 
 /** A mask of -inf above the diagonal: position i attends to positions ≤ i (Transformer.generate_square_subsequent_mask). */
 export function generateSquareSubsequentMask(
@@ -86,40 +133,6 @@ function seqLen(x: t.Tensor, batchFirst: boolean): number {
 }
 
 /**
- * copy.deepcopy of a module, as PyTorch's _get_clones makes the stacked layers: fresh
- * copies of parameters, buffers and submodules (no random draws); other attributes are
- * shared.
- */
-function deepCopyModule<M extends Module>(m: M, memo = new Map<object, unknown>()): M {
-  const seen = memo.get(m);
-  if (seen !== undefined) return seen as M;
-  const copy = Object.create(Object.getPrototypeOf(m)) as M;
-  memo.set(m, copy);
-  const hidden = (value: unknown) => ({ value, enumerable: false, writable: false, configurable: false });
-  const tensorCopy = (x: t.Tensor): t.Tensor => {
-    const done = memo.get(x);
-    if (done !== undefined) return done as t.Tensor;
-    const data = x.detach().clone();
-    const c = isParameter(x) ? Parameter(data, x.requiresGrad) : data.keep();
-    memo.set(x, c);
-    return c;
-  };
-  const copyValue = (v: unknown): unknown =>
-    v instanceof Module ? deepCopyModule(v, memo) : v instanceof t.Tensor ? tensorCopy(v) : v;
-  const mapCopy = <V>(src: Map<string, V>) => new Map([...src].map(([k, v]) => [k, copyValue(v) as V]));
-  Object.defineProperties(copy, {
-    _parameters: hidden(mapCopy(m._parameters)),
-    _buffers: hidden(mapCopy(m._buffers)),
-    _nonPersistentBuffers: hidden(new Set(m._nonPersistentBuffers)),
-    _modules: hidden(mapCopy(m._modules)),
-  });
-  for (const key of Object.keys(m)) {
-    (copy as Record<string, unknown>)[key] = copyValue((m as Record<string, unknown>)[key]);
-  }
-  return copy;
-}
-
-/**
  * What TransformerEncoderLayer and TransformerDecoderLayer share: their submodules,
  * registered in PyTorch's order (hence its state-dict keys and initial draws), the
  * activation, and the self-attention and feed-forward blocks.
@@ -131,16 +144,12 @@ export abstract class _TransformerLayer extends Module {
   /**
    * Registers the attentions named `attentions`, the feed-forward network (linear1,
    * dropout, linear2), then one LayerNorm and one dropout per residual block
-   * (norm1..normN, dropout1..dropoutN for `blocks` = N).
+   * (norm1..normN, dropout1..dropoutN for `blocks` = N). `opts`: the subclass's
+   * arguments, bound (nn/args.ts).
    */
-  constructor(
-    dModel: number,
-    nhead: number,
-    opts: TransformerLayerOptions,
-    attentions: string[],
-    blocks: number,
-  ) {
+  constructor(opts: LayerParams, attentions: string[], blocks: number) {
     super();
+    const { dModel, nhead } = opts;
     const factory = { dtype: opts.dtype, device: opts.device };
     const dropout = opts.dropout ?? 0.1;
     const bias = opts.bias ?? true;
@@ -194,8 +203,8 @@ export abstract class _TransformerLayer extends Module {
 
 /** Self-attention and a feed-forward network, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer). */
 export class TransformerEncoderLayer extends _TransformerLayer {
-  constructor(dModel: number, nhead: number, opts: TransformerLayerOptions = {}) {
-    super(dModel, nhead, opts, ['self_attn'], 2);
+  constructor(...args: Args<typeof LAYER, LayerParams>) {
+    super(bind<LayerParams>(LAYER, args, 'TransformerEncoderLayer'), ['self_attn'], 2);
   }
 
   /** src [L, N, E] ([N, L, E] batch-first, or [L, E]); srcMask [L, L] or [N·nhead, L, L]; srcKeyPaddingMask [N, L]. */
@@ -204,8 +213,8 @@ export class TransformerEncoderLayer extends _TransformerLayer {
     opts: { srcMask?: t.Tensor | null; srcKeyPaddingMask?: t.Tensor | null; isCausal?: boolean } = {},
   ): t.Tensor {
     return t.tidy(() => {
-      const kpm = F.canonicalMask(opts.srcKeyPaddingMask, 'src_key_padding_mask', src.dtype);
-      const mask = F.canonicalMask(opts.srcMask, 'src_mask', src.dtype);
+      const kpm = F.canonicalMask(opts.srcKeyPaddingMask ?? null, 'src_key_padding_mask', src.dtype);
+      const mask = F.canonicalMask(opts.srcMask ?? null, 'src_mask', src.dtype);
       const isCausal = opts.isCausal ?? false;
       const [norm1, norm2] = [this.sub<LayerNorm>('norm1'), this.sub<LayerNorm>('norm2')];
       let x = src;
@@ -223,8 +232,8 @@ export class TransformerEncoderLayer extends _TransformerLayer {
 
 /** Self-attention, attention over the encoder's output (memory) and a feed-forward network (torch.nn.TransformerDecoderLayer). */
 export class TransformerDecoderLayer extends _TransformerLayer {
-  constructor(dModel: number, nhead: number, opts: TransformerLayerOptions = {}) {
-    super(dModel, nhead, opts, ['self_attn', 'multihead_attn'], 3);
+  constructor(...args: Args<typeof LAYER, LayerParams>) {
+    super(bind<LayerParams>(LAYER, args, 'TransformerDecoderLayer'), ['self_attn', 'multihead_attn'], 3);
   }
 
   get multiheadAttn(): MultiheadAttention {
@@ -299,18 +308,18 @@ export interface TransformerEncoderForwardOptions {
   isCausal?: boolean | null;
 }
 
+type EncoderParams = { encoderLayer: TransformerEncoderLayer; numLayers: number } & TransformerEncoderOptions;
+
 /** `numLayers` copies of `encoderLayer` (same initial values, as PyTorch's deepcopy) and an optional norm. */
 export class TransformerEncoder extends Module {
   readonly numLayers: number;
   readonly layers: ModuleList;
   norm: Module | null;
 
-  constructor(
-    encoderLayer: TransformerEncoderLayer,
-    numLayers: number,
-    opts: TransformerEncoderOptions = {},
-  ) {
+  constructor(...args: Args<typeof ENCODER, EncoderParams>) {
     super();
+    const opts = bind<EncoderParams>(ENCODER, args, 'TransformerEncoder');
+    const { encoderLayer, numLayers } = opts;
     this.layers = new ModuleList(Array.from({ length: numLayers }, () => deepCopyModule(encoderLayer)));
     this.numLayers = numLayers;
     this.norm = this.registerModule('norm', opts.norm ?? null);
@@ -318,8 +327,8 @@ export class TransformerEncoder extends Module {
 
   override forward(src: t.Tensor, opts: TransformerEncoderForwardOptions = {}): t.Tensor {
     return t.tidy(() => {
-      const kpm = F.canonicalMask(opts.srcKeyPaddingMask, 'src_key_padding_mask', src.dtype);
-      const mask = F.canonicalMask(opts.mask, 'mask', src.dtype);
+      const kpm = F.canonicalMask(opts.srcKeyPaddingMask ?? null, 'src_key_padding_mask', src.dtype);
+      const mask = F.canonicalMask(opts.mask ?? null, 'mask', src.dtype);
       const first = this.layers.get(0) as TransformerEncoderLayer;
       const isCausal = detectIsCausalMask(mask, opts.isCausal, seqLen(src, first.selfAttn.batchFirst));
       let out = src;
@@ -335,14 +344,18 @@ export class TransformerEncoder extends Module {
   }
 }
 
+type DecoderParams = { decoderLayer: TransformerDecoderLayer; numLayers: number; norm?: Module | null };
+
 /** `numLayers` copies of `decoderLayer` and an optional norm (torch.nn.TransformerDecoder). */
 export class TransformerDecoder extends Module {
   readonly numLayers: number;
   readonly layers: ModuleList;
   norm: Module | null;
 
-  constructor(decoderLayer: TransformerDecoderLayer, numLayers: number, opts: { norm?: Module | null } = {}) {
+  constructor(...args: Args<typeof DECODER, DecoderParams>) {
     super();
+    const opts = bind<DecoderParams>(DECODER, args, 'TransformerDecoder');
+    const { decoderLayer, numLayers } = opts;
     this.layers = new ModuleList(Array.from({ length: numLayers }, () => deepCopyModule(decoderLayer)));
     this.numLayers = numLayers;
     this.norm = this.registerModule('norm', opts.norm ?? null);
@@ -401,20 +414,22 @@ export class Transformer extends Module {
   readonly encoder: Module;
   readonly decoder: Module;
 
-  constructor(opts: TransformerOptions = {}) {
+  constructor(...args: Args<typeof TRANSFORMER, TransformerOptions>) {
     super();
-    const dModel = opts.dModel ?? 512;
-    const nhead = opts.nhead ?? 8;
+    const opts = bind<TransformerOptions>(TRANSFORMER, args, 'Transformer');
+    // What is left once the Transformer's own arguments are taken is the layers' options.
+    const { dModel = 512, nhead = 8, numEncoderLayers = 6, numDecoderLayers = 6, ...rest } = opts;
+    const { customEncoder, customDecoder, ...layerOpts } = rest;
     const factory = { dtype: opts.dtype, device: opts.device };
     const normOpts = { eps: opts.layerNormEps ?? 1e-5, bias: opts.bias ?? true, ...factory };
     this.encoder =
-      opts.customEncoder ??
-      new TransformerEncoder(new TransformerEncoderLayer(dModel, nhead, opts), opts.numEncoderLayers ?? 6, {
+      customEncoder ??
+      new TransformerEncoder(new TransformerEncoderLayer(dModel, nhead, layerOpts), numEncoderLayers, {
         norm: new LayerNorm(dModel, normOpts),
       });
     this.decoder =
-      opts.customDecoder ??
-      new TransformerDecoder(new TransformerDecoderLayer(dModel, nhead, opts), opts.numDecoderLayers ?? 6, {
+      customDecoder ??
+      new TransformerDecoder(new TransformerDecoderLayer(dModel, nhead, layerOpts), numDecoderLayers, {
         norm: new LayerNorm(dModel, normOpts),
       });
     this.resetParameters();

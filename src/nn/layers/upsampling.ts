@@ -1,6 +1,7 @@
 // torch.nn.modules.upsampling: Upsample (F.interpolate as a module) and its fixed-mode
 // forms UpsamplingNearest2d and UpsamplingBilinear2d (bilinear with alignCorners true).
 import type * as t from '../../core/index.ts';
+import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 
@@ -15,6 +16,13 @@ export interface UpsampleOptions {
   recomputeScaleFactor?: boolean | null;
 }
 
+const UPSAMPLE = signature('Upsample', {
+  optional: ['size', 'scaleFactor', 'mode', 'alignCorners', 'recomputeScaleFactor'],
+});
+const FIXED_MODE = signature(['UpsamplingNearest2d', 'UpsamplingBilinear2d'], {
+  optional: ['size', 'scaleFactor'],
+});
+
 /** Resizes [N, C, *spatial] input to `size` or by `scaleFactor` (torch.nn.Upsample). */
 export class Upsample extends Module {
   readonly size: number | number[] | null;
@@ -23,8 +31,9 @@ export class Upsample extends Module {
   readonly alignCorners: boolean | null;
   readonly recomputeScaleFactor: boolean | null;
 
-  constructor(opts: UpsampleOptions = {}) {
+  constructor(...args: Args<typeof UPSAMPLE, UpsampleOptions>) {
     super();
+    const opts = bind<UpsampleOptions>(UPSAMPLE, args, 'Upsample');
     this.size = opts.size ?? null;
     this.scaleFactor = opts.scaleFactor ?? null;
     this.mode = opts.mode ?? 'nearest';
@@ -57,14 +66,15 @@ type FixedModeOptions = Pick<UpsampleOptions, 'size' | 'scaleFactor'>;
 
 /** Nearest-neighbour Upsample of [N, C, H, W] (torch.nn.UpsamplingNearest2d). */
 export class UpsamplingNearest2d extends Upsample {
-  constructor(opts: FixedModeOptions = {}) {
-    super({ ...opts, mode: 'nearest' });
+  constructor(...args: Args<typeof FIXED_MODE, FixedModeOptions>) {
+    super({ ...bind<FixedModeOptions>(FIXED_MODE, args, 'UpsamplingNearest2d'), mode: 'nearest' });
   }
 }
 
 /** Bilinear Upsample of [N, C, H, W] with alignCorners true (torch.nn.UpsamplingBilinear2d). */
 export class UpsamplingBilinear2d extends Upsample {
-  constructor(opts: FixedModeOptions = {}) {
+  constructor(...args: Args<typeof FIXED_MODE, FixedModeOptions>) {
+    const opts = bind<FixedModeOptions>(FIXED_MODE, args, 'UpsamplingBilinear2d');
     super({ ...opts, mode: 'bilinear', alignCorners: true });
   }
 }
