@@ -20,6 +20,14 @@ const inplaceText = (inplace: boolean) => (inplace ? ', inplace=True' : '');
 // those that take only `inplace`.
 const NO_ARGS = signature(['Sigmoid', 'Tanh', 'LogSigmoid', 'Softsign', 'Tanhshrink', 'Softmax2d'], {});
 type NoArgs = Args<typeof NO_ARGS, Record<never, never>>;
+
+/** The activations PyTorch gives no parameters: an argument is refused by name, as `bind` words it. */
+abstract class _NoArgs extends Module {
+  constructor(...args: NoArgs) {
+    super();
+    bind(NO_ARGS, args, new.target.name);
+  }
+}
 const INPLACE = signature(['ReLU', 'SiLU', 'SELU', 'Mish', 'Hardswish', 'Hardsigmoid', 'ReLU6'], {
   optional: ['inplace'],
 });
@@ -240,60 +248,35 @@ export class RReLU extends _InplaceActivation {
 }
 
 /** 1 / (1 + exp(-x)). */
-export class Sigmoid extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'Sigmoid');
-  }
-
+export class Sigmoid extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     return F.sigmoid(input);
   }
 }
 
 /** The hyperbolic tangent. */
-export class Tanh extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'Tanh');
-  }
-
+export class Tanh extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     return F.tanh(input);
   }
 }
 
 /** log(sigmoid(x)). */
-export class LogSigmoid extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'LogSigmoid');
-  }
-
+export class LogSigmoid extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     return F.logsigmoid(input);
   }
 }
 
 /** x / (1 + |x|). */
-export class Softsign extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'Softsign');
-  }
-
+export class Softsign extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     return F.softsign(input);
   }
 }
 
 /** x - tanh(x). */
-export class Tanhshrink extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'Tanhshrink');
-  }
-
+export class Tanhshrink extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     return F.tanhshrink(input);
   }
@@ -463,12 +446,7 @@ export class Softmin extends _SoftmaxNd {
 }
 
 /** softmax over the channels of [N, C, H, W] or [C, H, W] input. */
-export class Softmax2d extends Module {
-  constructor(...args: NoArgs) {
-    super();
-    bind(NO_ARGS, args, 'Softmax2d');
-  }
-
+export class Softmax2d extends _NoArgs {
   override forward(input: t.Tensor): t.Tensor {
     if (input.ndim !== 3 && input.ndim !== 4) {
       throw new RangeError(`Softmax2d: expected 3-d or 4-d input, got ${input.ndim}-d`);
