@@ -163,10 +163,9 @@ add(
   /declared twice/,
 );
 add(
-  'a storage of torch.complex64',
-  tensorFile({ type: 'ComplexFloatStorage', numel: 2 }),
-  'UNSUPPORTED_DTYPE',
-  /torch\.complex64/,
+  'a storage of torch.complex64 (valid)',
+  tensorFile({ type: 'ComplexFloatStorage', numel: 2, size: [2] }),
+  'load',
 );
 add(
   'a storage of torch.qint8',
@@ -174,17 +173,29 @@ add(
   'UNSUPPORTED_DTYPE',
   /torch\.qint8/,
 );
+add('_rebuild_tensor_v3 of torch.uint16 (valid)', tensorFile({ dtype: 'uint16', size: [8] }), 'load');
 add(
-  '_rebuild_tensor_v3 of torch.uint16',
-  tensorFile({ dtype: 'uint16', size: [8] }),
-  'UNSUPPORTED_DTYPE',
-  /torch\.uint16/,
+  '_rebuild_tensor_v3 of torch.float8_e4m3fn (valid)',
+  tensorFile({ dtype: 'float8_e4m3fn', size: [16] }),
+  'load',
 );
 add(
-  '_rebuild_tensor_v3 of torch.float8_e4m3fn',
-  tensorFile({ dtype: 'float8_e4m3fn', size: [16] }),
+  '_rebuild_tensor_v3 of torch.float8_e8m0fnu',
+  tensorFile({ dtype: 'float8_e8m0fnu', size: [16] }),
   'UNSUPPORTED_DTYPE',
-  /torch\.float8_e4m3fn/,
+  /torch\.float8_e8m0fnu/,
+);
+add(
+  '_rebuild_tensor_v3 of torch.complex32',
+  tensorFile({ dtype: 'complex32', size: [4] }),
+  'UNSUPPORTED_DTYPE',
+  /torch\.complex32/,
+);
+add(
+  'a complex64 tensor of no whole elements',
+  tensorFile({ dtype: 'complex64', numel: 12, size: [1] }, { '0': new Uint8Array(12) }),
+  'STORAGE',
+  /whole complex64 elements/,
 );
 add('_rebuild_tensor_v3 of torch.float32 (valid)', tensorFile({ dtype: 'float32', size: [4] }), 'load');
 add(
@@ -262,10 +273,27 @@ add(
   /backward_hooks/,
 );
 add(
-  'conj/neg metadata',
+  'the conj bit on a float32 tensor (PyTorch cannot set it)',
   tensorFile({ metadata: pk(OP.EMPTY_DICT, str('conj'), OP.NEWTRUE, OP.SETITEM) }),
   'UNSUPPORTED_VALUE',
-  /metadata/,
+  /metadata conj on a float32 tensor/,
+);
+add(
+  'the neg bit on a float32 tensor (x.conj().imag; valid)',
+  tensorFile({ metadata: pk(OP.EMPTY_DICT, str('neg'), OP.NEWTRUE, OP.SETITEM) }),
+  'load',
+);
+add(
+  'metadata other than the conj/neg bits',
+  tensorFile({ metadata: pk(OP.EMPTY_DICT, str('sparse'), OP.NEWTRUE, OP.SETITEM) }),
+  'UNSUPPORTED_VALUE',
+  /metadata sparse/,
+);
+add(
+  'metadata that is not a dict',
+  tensorFile({ metadata: pk(OP.EMPTY_LIST) }),
+  'UNSUPPORTED_VALUE',
+  /metadata of a list/,
 );
 add(
   'too few rebuild arguments',

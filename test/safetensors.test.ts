@@ -349,9 +349,10 @@ const hostile: Hostile[] = [
   },
   {
     name: 'a format dtype without a tsddp dtype, by default',
-    bytes: craft(`{"a":${A},"z":${entry('F8_E4M3', [4], [8, 12])}}`, 12),
+    bytes: craft(`{"a":${A},"z":${entry('F8_E4M3FNUZ', [4], [8, 12])}}`, 12),
     code: 'UNSUPPORTED_DTYPE',
-    message: /no dtype for tensor 'z' \(F8_E4M3, torch\.float8_e4m3fn\); read with \{ otherDtypes: 'raw' \}/,
+    message:
+      /no dtype for tensor 'z' \(F8_E4M3FNUZ, torch\.float8_e4m3fnuz\); read with \{ otherDtypes: 'raw' \}/,
   },
   {
     name: 'lowercase dtype',

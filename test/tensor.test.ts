@@ -38,17 +38,24 @@ const gc: () => void = globalThis.gc ?? vm.runInNewContext('gc');
 const FLOATS = ['float32', 'float64', 'float16', 'bfloat16'] as const;
 const INTS = ['int64', 'int32', 'int16', 'int8', 'uint8'] as const;
 
-test('DTYPES lists the ten supported dtypes', () => {
+test('DTYPES lists the seventeen supported dtypes (test/dtypes-more.test.ts tests the last seven)', () => {
   assert.deepEqual([...t.DTYPES].sort(), [
     'bfloat16',
     'bool',
+    'complex128',
+    'complex64',
     'float16',
     'float32',
     'float64',
+    'float8_e4m3fn',
+    'float8_e5m2',
     'int16',
     'int32',
     'int64',
     'int8',
+    'uint16',
+    'uint32',
+    'uint64',
     'uint8',
   ]);
 });

@@ -68,6 +68,8 @@ auto guarded(Napi::Env env, const std::string& op, F&& f) -> decltype(f()) {
 Napi::Value wrapTensor(Napi::Env env, at::Tensor t);
 int32_t handleArg(const Napi::Value& v, const char* what);
 std::vector<int64_t> intListArg(const Napi::Value& v, const char* what);
+// A c10::Scalar as JS: a boolean, a number (uint64 read unsigned), or [re, im] for a complex.
+Napi::Value scalarValue(Napi::Env env, const c10::Scalar& s);
 
 // Generator argument: a handle from random.cc's table.
 at::Generator generatorFromHandle(Napi::Env env, const Napi::Value& v, const char* what);

@@ -281,12 +281,7 @@ Napi::Value fromIValue(Napi::Env env, const RetInfo& r, c10::IValue& v) {
   if (v.isInt()) return Napi::Number::New(env, static_cast<double>(v.toInt()));
   if (v.isDouble()) return Napi::Number::New(env, v.toDouble());
   if (v.isSymInt()) return Napi::Number::New(env, static_cast<double>(v.toSymInt().guard_int(__FILE__, __LINE__)));
-  if (v.isScalar()) {
-    auto s = v.toScalar();
-    if (s.isBoolean()) return Napi::Boolean::New(env, s.toBool());
-    if (s.isIntegral(false)) return Napi::Number::New(env, static_cast<double>(s.toLong()));
-    return Napi::Number::New(env, s.toDouble());
-  }
+  if (v.isScalar()) return scalarValue(env, v.toScalar());
   if (v.isIntList()) {
     auto list = v.toIntVector();
     auto arr = Napi::Array::New(env, list.size());

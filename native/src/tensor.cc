@@ -140,6 +140,21 @@ std::vector<int64_t> intListArg(const Napi::Value& v, const char* what) {
   return out;
 }
 
+Napi::Value scalarValue(Napi::Env env, const c10::Scalar& s) {
+  if (s.isBoolean()) return Napi::Boolean::New(env, s.toBool());
+  if (s.isComplex()) {
+    auto z = s.toComplexDouble();
+    auto out = Napi::Array::New(env, 2);
+    out.Set(0u, Napi::Number::New(env, z.real()));
+    out.Set(1u, Napi::Number::New(env, z.imag()));
+    return out;
+  }
+  // A uint64 past int64's range is held unsigned: toLong() would refuse it.
+  if (s.type() == at::kUInt64) return Napi::Number::New(env, static_cast<double>(s.toUInt64()));
+  if (s.isIntegral(false)) return Napi::Number::New(env, static_cast<double>(s.toLong()));
+  return Napi::Number::New(env, s.toDouble());
+}
+
 namespace {
 
 const at::Tensor& T(const Napi::CallbackInfo& info, size_t i, const char* what) {
@@ -244,9 +259,11 @@ Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
 }
 
 // Host copy of a tensor's data, contiguous. float16/bfloat16 come out as float32 and
-// bool as uint8, since JS has no typed arrays for them. Returns the dtype of the bytes.
+// bool as uint8, since JS has no typed arrays for them; float8 keeps its bits (the JS
+// side casts with to() where it wants values). A lazy conjugate or negation (x.conj(),
+// x.conj().imag) is applied, as contiguous() alone would copy the unconjugated memory.
 at::Tensor hostCopy(const at::Tensor& t, bool raw = false) {
-  at::Tensor h = t.detach();
+  at::Tensor h = t.detach().resolve_conj().resolve_neg();
   if (!raw && (h.scalar_type() == at::kHalf || h.scalar_type() == at::kBFloat16)) h = h.to(at::kFloat);
   if (!h.is_cpu()) h = h.to(at::kCPU);
   return h.contiguous();
@@ -305,12 +322,7 @@ Napi::Value ToBytesAsync(const Napi::CallbackInfo& info) {
 Napi::Value Item(const Napi::CallbackInfo& info) {
   const char* what = "item()";
   const at::Tensor& t = T(info, 0, what);
-  return guarded(info.Env(), what, [&]() -> Napi::Value {
-    c10::Scalar s = t.item();
-    if (s.isBoolean()) return Napi::Boolean::New(info.Env(), s.toBool());
-    if (s.isIntegral(false)) return Napi::Number::New(info.Env(), static_cast<double>(s.toLong()));
-    return Napi::Number::New(info.Env(), s.toDouble());
-  });
+  return guarded(info.Env(), what, [&]() -> Napi::Value { return scalarValue(info.Env(), t.item()); });
 }
 
 Napi::Value Dispose(const Napi::CallbackInfo& info) {

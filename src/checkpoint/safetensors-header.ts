@@ -16,7 +16,7 @@ const METADATA_KEY = '__metadata__';
 /** One tensor as the header describes it; offsets are relative to the data buffer. */
 export interface TensorEntry {
   name: string;
-  /** The tsddp dtype, or null for a format dtype tsddp's Tensor has none for (U16, F8_E4M3, C64, ...). */
+  /** The tsddp dtype, or null for a format dtype tsddp's Tensor has none for (F8_E8M0, F8_E4M3FNUZ, ...). */
   dtype: DType | null;
   /** The dtype code as the header spells it ('F32', 'U16', ...). */
   safetensorsDtype: string;

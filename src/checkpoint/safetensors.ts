@@ -29,13 +29,13 @@ export interface SafetensorsContents {
 }
 
 /**
- * A tensor of a format dtype tsddp's Tensor cannot hold (U16, U32, U64, F8_E4M3, F8_E5M2,
- * C64, ...): its element bytes exactly as stored (little-endian, row-major).
+ * A tensor of a format dtype tsddp's Tensor cannot hold (F8_E8M0, F8_E4M3FNUZ,
+ * F8_E5M2FNUZ): its element bytes exactly as stored (little-endian, row-major).
  */
 export interface RawTensor {
-  /** The code in the file: 'U16', 'F8_E4M3', 'C64', ... */
+  /** The code in the file: 'F8_E8M0', 'F8_E4M3FNUZ', ... */
   safetensorsDtype: string;
-  /** PyTorch's dtype for it (`torch.<name>`): 'uint16', 'float8_e4m3fn', 'complex64', ... */
+  /** PyTorch's dtype for it (`torch.<name>`): 'float8_e8m0fnu', 'float8_e4m3fnuz', ... */
   torchDtype: string;
   shape: number[];
   bytes: Uint8Array;
@@ -43,8 +43,8 @@ export interface RawTensor {
 
 export interface ReadOptions {
   /**
-   * Tensors whose dtype tsddp's Tensor has none for (PyTorch writes U16, U32, U64,
-   * F8_E4M3, F8_E5M2, C64): 'error' (the default) refuses the file before reading any
+   * Tensors whose dtype tsddp's Tensor has none for (PyTorch writes F8_E8M0,
+   * F8_E4M3FNUZ, F8_E5M2FNUZ): 'error' (the default) refuses the file before reading any
    * data, naming every such tensor and its dtype; 'raw' hands them out as bytes in
    * `raw` (readSafetensors / deserialize) and loads the rest; 'skip' loads the rest.
    */

@@ -5,6 +5,7 @@ import {
   type DTypeName,
   dtypeCode,
   dtypeOfTypedArray,
+  isComplex,
   isFloatingPoint,
   toDType,
 } from './dtype.ts';
@@ -24,6 +25,9 @@ export interface TensorOptions {
  * bool for booleans, and the TypedArray's own type otherwise. Numbers that an integer
  * dtype cannot hold raise a RangeError, as torch.tensor does (integers behave as Python
  * ints, so -1 is 255 in uint8; a TypedArray is cast without a check, like a tensor).
+ * Numbers become complex64/complex128 values with a zero imaginary part, as in PyTorch;
+ * a complex tensor from (re, im) pairs is `fromBytes`/`fromBuffer` of an interleaved
+ * Float32Array/Float64Array with the complex shape (its length is twice the element count).
  */
 export function tensor(
   data: NestedArray | ArrayBufferView,
@@ -51,9 +55,20 @@ export function tensor(
         ? 'float32'
         : srcDtype
       : toDType(opts.dtype, 'tensor()');
-  if (!ArrayBuffer.isView(data) && srcDtype === 'float64') checkRange(flat as Float64Array, shape, dst);
-  if (opts.requiresGrad && !isFloatingPoint(dst)) {
-    throw new TypeError(`tensor(): only floating point tensors can require gradients, got dtype ${dst}`);
+  if (!ArrayBuffer.isView(data) && srcDtype === 'float64') {
+    checkRange(flat as Float64Array, shape, dst);
+    // libtorch's cast of a double to uint16/32/64 is a C++ float-to-unsigned conversion,
+    // undefined for a negative value; the Python int semantics are applied here instead.
+    const exact = unsignedFromNumbers(flat as Float64Array, dst);
+    if (exact !== undefined) {
+      flat = exact;
+      srcDtype = dst;
+    }
+  }
+  if (opts.requiresGrad && !isFloatingPoint(dst) && !isComplex(dst)) {
+    throw new TypeError(
+      `tensor(): only floating point and complex tensors can require gradients, got dtype ${dst}`,
+    );
   }
   const dstCode = dtypeCode(dst);
   const t = wrap(native.fromTyped(flat, shape, dtypeCode(srcDtype), dstCode, opts.device));
@@ -124,6 +139,9 @@ function flatten(data: NestedArray): { values: (number | boolean)[]; shape: numb
 // out-of-range values become inf there too.
 const INT_RANGE: Partial<Record<DType, [number, number]>> = {
   uint8: [0, 255],
+  uint16: [0, 65535],
+  uint32: [0, 4294967295],
+  uint64: [0, 2 ** 64 - 1],
   int8: [-128, 127],
   int16: [-32768, 32767],
   int32: [-2147483648, 2147483647],
@@ -134,7 +152,8 @@ const INT_RANGE: Partial<Record<DType, [number, number]>> = {
  * Refuses values an integer dtype cannot hold, as PyTorch's c10::overflows does: an
  * integer (a Python int) fits a signed type in [min, max], an unsigned one in
  * [-max, max] (a negative one wraps: -1 is 255); anything else (a Python float: a
- * fraction, NaN, inf) must lie in [min, max] before truncation.
+ * fraction, NaN, inf) must lie in [min, max] before truncation. uint64 is stricter, as
+ * PyTorch is: only integers in [0, 2^64) (torch.tensor refuses -1 and 1.5 for it).
  */
 function checkRange(values: Float64Array, shape: number[], dtype: DType): void {
   const range = INT_RANGE[dtype];
@@ -142,17 +161,33 @@ function checkRange(values: Float64Array, shape: number[], dtype: DType): void {
   const [lo, hi] = range;
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    const ok = Number.isInteger(v)
-      ? dtype === 'int64'
-        ? v >= lo && v < 2 ** 63 // 2 ** 63 - 1 is 2 ** 63 in a double
-        : v <= hi && (lo < 0 ? v >= lo : v >= -hi)
-      : v >= lo && v <= hi;
+    const ok =
+      dtype === 'uint64'
+        ? Number.isInteger(v) && v >= 0 && v < 2 ** 64 // 2 ** 64 - 1 is 2 ** 64 in a double
+        : Number.isInteger(v)
+          ? dtype === 'int64'
+            ? v >= lo && v < 2 ** 63 // 2 ** 63 - 1 is 2 ** 63 in a double
+            : v <= hi && (lo < 0 ? v >= lo : v >= -hi)
+          : v >= lo && v <= hi;
     if (!ok) {
       throw new RangeError(
         `tensor(): value cannot be converted to type ${dtype} without overflow (${v} at ${position(i, shape)})`,
       );
     }
   }
+}
+
+/**
+ * Range-checked numbers as the exact uint16/uint32/uint64 array (truncated toward zero, a
+ * negative integer wrapped as a Python int is: -1 is 65535 in uint16), or undefined for
+ * any other dtype.
+ */
+function unsignedFromNumbers(values: Float64Array, dtype: DType): ArrayBufferView | undefined {
+  if (dtype === 'uint64') return BigUint64Array.from(values, (v) => BigInt(v));
+  const bits = dtype === 'uint16' ? 16 : dtype === 'uint32' ? 32 : 0;
+  if (bits === 0) return undefined;
+  const wrapped = Array.from(values, (v) => Number(BigInt.asUintN(bits, BigInt(Math.trunc(v)))));
+  return bits === 16 ? Uint16Array.from(wrapped) : Uint32Array.from(wrapped);
 }
 
 function position(flatIndex: number, shape: number[]): string {

@@ -1,7 +1,7 @@
 // Printing as PyTorch's repr (torch/_tensor_str.py with its default print options):
 // `tensor([[1., 2.], [3., 4.]], dtype=torch.float64)`, rows wrapped at 80 columns, and
 // tensors over 1000 elements summarized to 3 items at each end of every dimension.
-import type { DType, TypedArray } from './dtype.ts';
+import { type DType, isComplex, type TypedArray } from './dtype.ts';
 
 /** What printing reads of a tensor (a structural type: tensor.ts imports this file). */
 interface Printable {
@@ -10,7 +10,6 @@ interface Printable {
   readonly device: string;
   readonly requiresGrad: boolean;
   readonly gradFn: string | null;
-  toTypedArray(): TypedArray;
 }
 
 // PyTorch's default print options (torch.set_printoptions).
@@ -21,11 +20,14 @@ const LINE_WIDTH = 80;
 
 const PREFIX = 'tensor(';
 
-export function formatTensor(t: Printable): string {
+/**
+ * `flat` is the data as Tensor.toTypedArray() gives it (complex: interleaved (re, im)
+ * pairs), except float8, whose values (not bits) the caller passes.
+ */
+export function formatTensor(t: Printable, flat: TypedArray): string {
   const shape = t.shape;
   const dtype = t.dtype;
-  const flat = t.toTypedArray();
-  const n = flat.length;
+  const n = isComplex(dtype) ? flat.length / 2 : flat.length;
   const suffixes: string[] = [];
   if (t.device !== 'cpu') suffixes.push(`device='${t.device}'`);
   let body: string;
@@ -35,7 +37,8 @@ export function formatTensor(t: Printable): string {
     if (dtype !== 'float32') suffixes.push(`dtype=torch.${dtype}`);
     body = '[]';
   } else {
-    if (dtype !== 'float32' && dtype !== 'int64' && dtype !== 'bool') suffixes.push(`dtype=torch.${dtype}`);
+    // complex64 is the default complex dtype (float32's), so it is not shown either
+    if (!['float32', 'int64', 'bool', 'complex64'].includes(dtype)) suffixes.push(`dtype=torch.${dtype}`);
     body = tensorBody(flat, shape, dtype, PREFIX.length);
   }
   if (t.gradFn) suffixes.push(`grad_fn=<${t.gradFn}>`);
@@ -68,11 +71,13 @@ function tensorBody(flat: TypedArray, shape: number[], dtype: DType, indent: num
     else for (const i of shown(shape[d])) if (i !== null) collect(d + 1, offset + i * strides[d]);
   };
   collect(0, 0);
-  const fmt = formatter(
-    flat,
-    visible,
-    dtype === 'bool' ? 'bool' : dtype.startsWith('float') || dtype === 'bfloat16' ? 'float' : 'int',
-  );
+  const fmt = isComplex(dtype)
+    ? complexFormatter(flat, visible)
+    : formatter(
+        flat,
+        visible,
+        dtype === 'bool' ? 'bool' : dtype.startsWith('float') || dtype === 'bfloat16' ? 'float' : 'int',
+      );
   const render = (d: number, offset: number, ind: number): string => {
     if (d === shape.length) return fmt.format(offset);
     const idx = shown(shape[d]);
@@ -94,6 +99,30 @@ interface Formatter {
   width: number;
   /** The element at a flat index, padded to `width`. */
   format(i: number): string;
+}
+
+/**
+ * PyTorch's complex printing: one float formatter for the real parts and one for the
+ * imaginary parts, `re+imj` (the imaginary part's padding dropped). `width` is what the
+ * row layout counts per element: both widths and the `j`.
+ */
+function complexFormatter(flat: TypedArray, visible: number[]): Formatter {
+  const n = flat.length / 2;
+  const re = new Float64Array(n);
+  const im = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    re[i] = Number(flat[2 * i]);
+    im[i] = Number(flat[2 * i + 1]);
+  }
+  const fre = formatter(re, visible, 'float');
+  const fim = formatter(im, visible, 'float');
+  return {
+    width: fre.width + fim.width + 1,
+    format: (i) => {
+      const imag = `${fim.format(i)}j`.trimStart();
+      return fre.format(i) + (imag[0] === '-' || imag[0] === '+' ? imag : `+${imag}`);
+    },
+  };
 }
 
 function formatter(flat: TypedArray, visible: number[], kind: 'float' | 'int' | 'bool'): Formatter {

@@ -10,6 +10,8 @@ import {
   dtypeFromCode,
   dtypeFromName,
   ITEM_SIZE,
+  isComplex,
+  isFloat8,
   isFloatingPoint,
   type MemoryFormat,
   memoryFormatCode,
@@ -65,6 +67,13 @@ const TYPE_NAMES: Record<DType, string> = {
   int8: 'CharTensor',
   uint8: 'ByteTensor',
   bool: 'BoolTensor',
+  uint16: 'UInt16Tensor',
+  uint32: 'UInt32Tensor',
+  uint64: 'UInt64Tensor',
+  float8_e4m3fn: 'Float8_e4m3fnTensor',
+  float8_e5m2: 'Float8_e5m2Tensor',
+  complex64: 'ComplexFloatTensor',
+  complex128: 'ComplexDoubleTensor',
 };
 
 /**
@@ -266,7 +275,7 @@ export class Tensor implements Handle {
   type(dtype?: DTypeName | string): string | Tensor {
     const cuda = this.isCuda ? 'cuda.' : '';
     if (dtype === undefined) return `torch.${cuda}${TYPE_NAMES[this.dtype]}`;
-    const m = /^torch\.(cuda\.)?([A-Za-z0-9]+)$/.exec(dtype);
+    const m = /^torch\.(cuda\.)?([A-Za-z0-9_]+)$/.exec(dtype);
     if (m) {
       const d = (Object.keys(TYPE_NAMES) as DType[]).find((k) => TYPE_NAMES[k] === m[2]);
       if (d === undefined) throw new TypeError(`type(): unknown tensor type '${dtype}'`);
@@ -278,7 +287,7 @@ export class Tensor implements Handle {
     return isFloatingPoint(this.dtype);
   }
   isComplex(): boolean {
-    return false; // tsddp has no complex dtypes
+    return isComplex(this.dtype);
   }
   /** Bytes per element, like torch.Tensor.element_size(). */
   elementSize(): number {
@@ -312,7 +321,12 @@ export class Tensor implements Handle {
 
   // --- data out -----------------------------------------------------------------------
 
-  /** A copy of the data (row-major) in a typed array; float16/bfloat16 as Float32Array, bool as Uint8Array. */
+  /**
+   * A copy of the data (row-major) in a typed array: float16/bfloat16 as Float32Array, bool
+   * as Uint8Array, uint64 as BigUint64Array, float8 as its bits (Uint8Array; `toArray()` or
+   * `to('float32')` gives the values), complex64/complex128 as a Float32Array/Float64Array
+   * of interleaved (re, im) pairs, twice as long as `numel()`.
+   */
   toTypedArray(): TypedArray {
     const [buf, code] = native.toBytes(this.h);
     return typedArrayFor(code, buf);
@@ -326,23 +340,36 @@ export class Tensor implements Handle {
     const [buf, code] = await native.toBytesAsync(this.h);
     return typedArrayFor(code, buf);
   }
-  /** The value of a one-element tensor. */
+  /**
+   * The value of a one-element tensor (int64/uint64 as a number, rounded past 2^53). A
+   * complex tensor is refused: PyTorch gives a Python complex, which JS has no type for;
+   * `toArray()` gives it as [re, im].
+   */
   item(): number {
+    if (this.isComplex())
+      throw new TypeError(
+        `item(): a ${this.dtype} value is a complex number, which JS has no type for; ` +
+          'toArray() gives it as [re, im] (or read x.real and x.imag)',
+      );
     return Number(native.item(this.h));
   }
   /** torch.Tensor.tolist(): the same as toArray() (a number for a 0-dimensional tensor). */
   tolist(): NestedArray {
     return this.toArray();
   }
-  /** Nested JS arrays (numbers; booleans for bool tensors; int64 as numbers). */
+  /**
+   * Nested JS arrays: numbers (int64/uint64 as numbers, float8 as their values), booleans
+   * for bool tensors, and for complex tensors an [re, im] pair per element (shape
+   * [...shape, 2], as torch.view_as_real(x).tolist()).
+   */
   toArray(): NestedArray {
-    const flat = this.toTypedArray();
-    const isBool = this.dtype === 'bool';
+    const dtype = this.dtype;
+    const flat = isFloat8(dtype) ? this.float8Values() : this.toTypedArray();
+    const isBool = dtype === 'bool';
+    const complex = isComplex(dtype);
     const shape = this.shape;
-    const get = (i: number): number | boolean => {
-      const v = flat[i];
-      return isBool ? v !== 0 : Number(v);
-    };
+    const get = (i: number): NestedArray =>
+      complex ? [flat[2 * i] as number, flat[2 * i + 1] as number] : isBool ? flat[i] !== 0 : Number(flat[i]);
     if (shape.length === 0) return get(0);
     let offset = 0;
     const build = (d: number): NestedArray[] => {
@@ -351,6 +378,15 @@ export class Tensor implements Handle {
       return out;
     };
     return build(0);
+  }
+  /** A float8 tensor's values, through libtorch's exact cast to float32. */
+  private float8Values(): Float32Array {
+    const f = this.to('float32');
+    try {
+      return f.toTypedArray() as Float32Array;
+    } finally {
+      f.dispose();
+    }
   }
 
   // --- memory -----------------------------------------------------------------------
@@ -369,7 +405,8 @@ export class Tensor implements Handle {
 
   toString(): string {
     if (this.h < 0) return 'tensor(<disposed>)';
-    return formatTensor(this);
+    // float8's typed array holds bits; PyTorch prints its values (it casts to half first).
+    return formatTensor(this, isFloat8(this.dtype) ? this.float8Values() : this.toTypedArray());
   }
   [inspect.custom](): string {
     return this.toString();

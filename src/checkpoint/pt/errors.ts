@@ -8,7 +8,7 @@ export type SerializationErrorCode =
   | 'PICKLE_OPCODE' // a pickle opcode outside the set weights-only data is written with
   | 'PICKLE_INVALID' // a malformed pickle: truncated, an empty stack, an unknown memo slot, arguments of the wrong kind
   | 'NESTING' // containers nested deeper than MAX_DEPTH, or one that contains itself
-  | 'UNSUPPORTED_DTYPE' // a tensor of a dtype tsddp's Tensor has none for (uint16, float8_e4m3fn, complex64, ...)
+  | 'UNSUPPORTED_DTYPE' // a tensor of a dtype tsddp's Tensor has none for (qint8, float8_e8m0fnu, complex32, ...)
   | 'UNSUPPORTED_VALUE' // a value the format or tsddp cannot carry (a class instance, undefined, a bare storage, ...)
   | 'ARCHIVE' // not a readable torch.save file: a broken zip, a compressed entry, a missing record, the old tar format
   | 'STORAGE' // a storage record missing or of the wrong size, or a tensor reaching outside its storage

@@ -4,10 +4,14 @@
 // are filled in batches of 1000 (APPENDS / SETITEMS); a tensor is
 // torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad,
 // OrderedDict()) with its storage a persistent id ('storage', torch.<T>Storage, key,
-// location, numel), each storage named once.
+// location, numel), each storage named once. A dtype with no typed storage class (uint16,
+// float8_e4m3fn, ...) is _rebuild_tensor_v3(..., OrderedDict(), torch.<dtype>) of a
+// torch.storage.UntypedStorage whose numel counts bytes; a tensor with PyTorch's lazy
+// conj/neg bits adds the metadata dict {'neg': True, 'conj': True} torch.save writes.
+import { ITEM_SIZE } from '../../core/dtype.ts';
 import * as t from '../../core/index.ts';
 import { OP } from './opcodes.ts';
-import type { SavePlan, StorageGroup } from './save-plan.ts';
+import { type SavePlan, type StorageGroup, tensorBits } from './save-plan.ts';
 import { STORAGE_TYPES } from './torch-globals.ts';
 import { isIndexKey, ORDERED_DICT } from './values.ts';
 
@@ -194,13 +198,16 @@ class Writer {
       g.key = String(this.storages.length);
       this.storages.push(g);
     }
-    this.global('torch._utils', '_rebuild_tensor_v2');
+    const storageClass = Object.hasOwn(STORAGE_OF, g.dtype) ? STORAGE_OF[g.dtype] : undefined;
+    this.global('torch._utils', storageClass ? '_rebuild_tensor_v2' : '_rebuild_tensor_v3');
     this.op(OP.MARK, OP.MARK);
     this.str('storage');
-    this.global('torch', STORAGE_OF[g.dtype]);
+    if (storageClass) this.global('torch', storageClass);
+    else this.global('torch.storage', 'UntypedStorage');
     this.str(g.key);
     this.str(g.location);
-    this.int(g.stop - g.start);
+    const numel = g.stop - g.start;
+    this.int(storageClass ? numel : numel * ITEM_SIZE[g.dtype]);
     this.op(OP.TUPLE, OP.BINPERSID);
     this.int(g.empty ? 0 : (t.ops.call('aten::storage_offset', x) as number) - g.start);
     const ints = (n: unknown) => this.int(n as number);
@@ -208,7 +215,12 @@ class Writer {
     this.tuple(x.stride(), ints);
     this.op(x.requiresGrad ? OP.NEWTRUE : OP.NEWFALSE);
     this.global('collections', 'OrderedDict');
-    this.op(OP.EMPTY_TUPLE, OP.REDUCE, OP.TUPLE, OP.REDUCE);
+    this.op(OP.EMPTY_TUPLE, OP.REDUCE);
+    if (!storageClass) this.global('torch', g.dtype);
+    const bits = tensorBits(x);
+    if (bits.neg || bits.conj)
+      this.value({ ...(bits.neg && { neg: true }), ...(bits.conj && { conj: true }) });
+    this.op(OP.TUPLE, OP.REDUCE);
     this.put(x);
   }
 }

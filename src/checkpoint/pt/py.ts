@@ -120,8 +120,18 @@ export class PyTensor {
     readonly size: readonly number[],
     readonly stride: readonly number[],
     readonly requiresGrad: boolean,
+    /** PyTorch's lazy conjugate and negation bits (the metadata torch.save writes for x.conj()). */
+    readonly bits: TensorBits = NO_BITS,
   ) {}
 }
+
+/** The conj/neg bits of a tensor (torch._utils.get_tensor_metadata). */
+export interface TensorBits {
+  readonly conj: boolean;
+  readonly neg: boolean;
+}
+
+export const NO_BITS: TensorBits = { conj: false, neg: false };
 
 export type Py =
   | null

@@ -173,13 +173,26 @@ export function planSave(value: unknown, file: string): SavePlan {
   return { groupOf: p.groupOf };
 }
 
+/** PyTorch's lazy conj/neg bits of a tensor (torch._utils.get_tensor_metadata). */
+export function tensorBits(x: t.Tensor): { conj: boolean; neg: boolean } {
+  return {
+    conj: t.ops.call('aten::is_conj', x) as boolean,
+    neg: t.ops.call('aten::is_neg', x) as boolean,
+  };
+}
+
 /** The bytes of a storage group: elements [start, stop) of its storage (device memory is copied to the host). */
 export function groupBytes(g: StorageGroup): Uint8Array {
   if (g.empty) return new Uint8Array(ITEM_SIZE[g.dtype]);
-  const view = g.rep.asStrided([g.stop - g.start], [1], g.start);
+  const views = [g.rep.asStrided([g.stop - g.start], [1], g.start)];
   try {
-    return view.toBytes();
+    // The memory as it is: toBytes() applies a lazy conj/neg bit, which the file keeps
+    // as each tensor's metadata instead; conj and _neg_view of a view with the bit clear it.
+    const bits = tensorBits(views[0]);
+    if (bits.conj) views.push(t.ops.call('aten::conj', views[views.length - 1]) as t.Tensor);
+    if (bits.neg) views.push(t.ops.call('aten::_neg_view', views[views.length - 1]) as t.Tensor);
+    return views[views.length - 1].toBytes();
   } finally {
-    view.dispose();
+    for (const v of views) v.dispose();
   }
 }

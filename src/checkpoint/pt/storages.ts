@@ -2,7 +2,7 @@
 // before anything is read), and the one tensor per storage that every tensor of the file
 // is a view of, so that views and tied weights share memory as they did when saved.
 
-import { ITEM_SIZE } from '../../core/dtype.ts';
+import { ITEM_SIZE, isComplex } from '../../core/dtype.ts';
 import * as t from '../../core/index.ts';
 import { SerializationError } from './errors.ts';
 import {
@@ -118,7 +118,8 @@ export class TensorFactory {
     const dtype = record.dtype;
     if (dtype === null) return;
     const item = ITEM_SIZE[dtype];
-    const bytes = bigEndian ? swapBytes(data, item) : data;
+    // A complex element is two floats, each stored in the writer's byte order.
+    const bytes = bigEndian ? swapBytes(data, isComplex(dtype) ? item / 2 : item) : data;
     this.bases.set(record.key, t.fromBytes(bytes, [bytes.length / item], dtype));
   }
 
@@ -129,6 +130,17 @@ export class TensorFactory {
       const base = this.bases.get(spec.record.key);
       if (base === undefined) throw new Error(`storage '${spec.record.key}' was not read`);
       x = base.asStrided([...spec.size], [...spec.stride], spec.offset);
+    }
+    // The bits make x a lazy view, as PyTorch's _set_tensor_metadata does: the storage
+    // stays shared with the file's other views of it.
+    for (const [bit, op] of [
+      [spec.bits.neg, 'aten::_neg_view'],
+      [spec.bits.conj, 'aten::conj'],
+    ] as const) {
+      if (!bit) continue;
+      const view = t.ops.call(op, x) as t.Tensor;
+      x.dispose();
+      x = view;
     }
     this.made.push(x);
     if (spec.requiresGrad) x.requiresGrad_(true);

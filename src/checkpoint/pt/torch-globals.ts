@@ -3,7 +3,7 @@
 // (collections.OrderedDict, torch.Size), tensors (torch._utils._rebuild_tensor_v2/_v3,
 // _rebuild_parameter), storage types and dtypes. Any other global (a model class, a
 // function, builtins.eval) is refused before anything is made.
-import { type DType, dtypeFromName, ITEM_SIZE, isFloatingPoint } from '../../core/dtype.ts';
+import { type DType, dtypeFromName, ITEM_SIZE, isComplex, isFloatingPoint } from '../../core/dtype.ts';
 import { SerializationError } from './errors.ts';
 import {
   kindOf,
@@ -15,6 +15,7 @@ import {
   PyStorageType,
   PyTensor,
   PyTuple,
+  type TensorBits,
 } from './py.ts';
 
 /** PyTorch's typed storage classes (torch.<Name>Storage) and the dtype each holds. */
@@ -101,7 +102,7 @@ export function reduce(func: Py, args: PyTuple, file: string): Py {
       noHooks(hooks, func.path, file);
       const d = data as PyTensor;
       checkGrad(requiresGrad as boolean, d.dtype, func.path, file);
-      return new PyTensor(d.record, d.dtype, d.offset, d.size, d.stride, requiresGrad as boolean);
+      return new PyTensor(d.record, d.dtype, d.offset, d.size, d.stride, requiresGrad as boolean, d.bits);
     }
   }
 }
@@ -182,17 +183,7 @@ function rebuild(storage: PyStorage, dtype: DType, a: readonly Py[], where: stri
   if (typeof requiresGrad !== 'boolean') throw invalid(where, 'requires_grad must be a bool', file);
   checkGrad(requiresGrad, dtype, where, file);
   noHooks(hooks, where, file);
-  // metadata holds the conj/neg bits, which tsddp's tensors do not have.
-  if (
-    metadata !== undefined &&
-    metadata !== null &&
-    !(metadata instanceof PyDict && metadata.keys.length === 0)
-  )
-    throw new SerializationError(
-      'UNSUPPORTED_VALUE',
-      file,
-      `${where}: tensor metadata (conj/neg bits) is not supported`,
-    );
+  const bits = tensorBits(metadata, dtype, where, file);
   const record = storage.record;
   if (record.dtype !== null && record.dtype !== dtype)
     throw new SerializationError(
@@ -211,12 +202,34 @@ function rebuild(storage: PyStorage, dtype: DType, a: readonly Py[], where: stri
   const sizes = ints(size, 'the sizes', file);
   const strides = ints(stride, 'the strides', file);
   checkView(storage.byteLength / item, offset, sizes, strides, `storage '${record.key}'`, file);
-  return new PyTensor(record, dtype, storage.byteOffset / item + offset, sizes, strides, requiresGrad);
+  return new PyTensor(record, dtype, storage.byteOffset / item + offset, sizes, strides, requiresGrad, bits);
 }
 
-// PyTorch: "Only Tensors of floating point dtype can require gradients".
+/**
+ * The bits a rebuild's metadata dict sets (torch._utils._set_tensor_metadata): 'conj' (a
+ * complex tensor's lazy conjugate, x.conj()) and 'neg' (a lazy negation, x.conj().imag).
+ * Anything else in it is refused; so is 'conj' on a real tensor, which PyTorch cannot set.
+ */
+function tensorBits(metadata: Py | undefined, dtype: DType, where: string, file: string): TensorBits {
+  if (metadata === undefined || metadata === null) return { conj: false, neg: false };
+  const unsupported = (what: string) =>
+    new SerializationError('UNSUPPORTED_VALUE', file, `${where}: tensor metadata ${what} is not supported`);
+  if (!(metadata instanceof PyDict)) throw unsupported(`of ${kindOf(metadata)}`);
+  const bits = { conj: false, neg: false };
+  metadata.keys.forEach((k, i) => {
+    const v = metadata.values[i];
+    if ((k !== 'conj' && k !== 'neg') || typeof v !== 'boolean')
+      throw unsupported(`${String(k)}=${kindOf(v)} (only the conj/neg bits are)`);
+    bits[k] = v;
+  });
+  if (bits.conj && !isComplex(dtype))
+    throw unsupported(`conj on a ${dtype} tensor (only complex tensors have it)`);
+  return bits;
+}
+
+// PyTorch: "Only Tensors of floating point and complex dtype can require gradients".
 function checkGrad(requiresGrad: boolean, dtype: DType, where: string, file: string): void {
-  if (requiresGrad && !isFloatingPoint(dtype))
+  if (requiresGrad && !isFloatingPoint(dtype) && !isComplex(dtype))
     throw invalid(where, `a ${dtype} tensor cannot require grad`, file);
 }
 
