@@ -106,11 +106,16 @@ function fakeMnist(root: string, counts: { train: number; test: number }): void 
   const raw = join(root, 'MNIST', 'raw');
   mkdirSync(raw, { recursive: true });
   let seed = 1;
-  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
   const header = (magic: number, dims: number[]) => {
     const b = Buffer.alloc(4 + 4 * dims.length);
     b.writeUInt32BE(magic, 0);
-    dims.forEach((d, i) => b.writeUInt32BE(d, 4 + 4 * i));
+    dims.forEach((d, i) => {
+      b.writeUInt32BE(d, 4 + 4 * i);
+    });
     return b;
   };
   for (const [split, n] of [

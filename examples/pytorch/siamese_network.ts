@@ -68,7 +68,9 @@ class APP_MATCHER extends t.data.Dataset<Pair> {
     super();
     // group examples based on class, to pick images of a class
     this.groupedExamples = Array.from({ length: 10 }, () => []);
-    dataset.targets.forEach((label, i) => this.groupedExamples[label].push(i));
+    dataset.targets.forEach((label, i) => {
+      this.groupedExamples[label].push(i);
+    });
   }
 
   static async create(root: string, train: boolean, download = false): Promise<APP_MATCHER> {

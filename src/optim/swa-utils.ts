@@ -32,8 +32,14 @@ export function getSwaAvgFn(): AvgFn {
 export function getEmaMultiAvgFn(decay = 0.999): MultiAvgFn {
   return (ema, current) => {
     if (ema.length === 0) return;
-    if (isFloat(ema[0])) ema.forEach((p, i) => p.lerp_(current[i], 1 - decay));
-    else ema.forEach((p, i) => p.copy_(p.mul(decay).add(current[i].mul(1 - decay))));
+    if (isFloat(ema[0]))
+      ema.forEach((p, i) => {
+        p.lerp_(current[i], 1 - decay);
+      });
+    else
+      ema.forEach((p, i) => {
+        p.copy_(p.mul(decay).add(current[i].mul(1 - decay)));
+      });
   };
 }
 
@@ -43,8 +49,13 @@ export function getSwaMultiAvgFn(): MultiAvgFn {
     if (averaged.length === 0) return;
     if (isFloat(averaged[0])) {
       const weight = t.tidy(() => t.full([], 1).div(n.add(1)).item());
-      averaged.forEach((p, i) => p.lerp_(current[i], weight));
-    } else averaged.forEach((p, i) => p.add_(current[i].sub(p).div(n.add(1))));
+      averaged.forEach((p, i) => {
+        p.lerp_(current[i], weight);
+      });
+    } else
+      averaged.forEach((p, i) => {
+        p.add_(current[i].sub(p).div(n.add(1)));
+      });
   };
 }
 
@@ -106,11 +117,16 @@ export class AveragedModel<M extends Module = Module> extends Module {
         const n = this.nAveraged.item() as number;
         const current = theirs.map((p, i) => p.detach().to(mine[i].device));
         const averaged = mine.map((p) => p.detach());
-        if (n === 0) averaged.forEach((p, i) => p.copy_(current[i]));
+        if (n === 0)
+          averaged.forEach((p, i) => {
+            p.copy_(current[i]);
+          });
         else this.average(averaged, current);
         if (!this.useBuffers) {
           const own = this.module.buffers();
-          model.buffers().forEach((b, i) => own[i].detach().copy_(b.detach().to(own[i].device)));
+          model.buffers().forEach((b, i) => {
+            own[i].detach().copy_(b.detach().to(own[i].device));
+          });
         }
         this.nAveraged.add_(1);
       }),
@@ -121,7 +137,9 @@ export class AveragedModel<M extends Module = Module> extends Module {
   private average(averaged: t.Tensor[], current: t.Tensor[]): void {
     if (this.multiAvgFn === undefined && this.avgFn !== undefined) {
       const avg = this.avgFn;
-      averaged.forEach((p, i) => p.copy_(avg(p, current[i], this.nAveraged.to(p.device))));
+      averaged.forEach((p, i) => {
+        p.copy_(avg(p, current[i], this.nAveraged.to(p.device)));
+      });
       return;
     }
     for (const [device, idx] of groupByDeviceAndDtype(averaged)) {
@@ -133,7 +151,9 @@ export class AveragedModel<M extends Module = Module> extends Module {
       else if (device.startsWith('cuda')) getSwaMultiAvgFn()(mine, theirs, n);
       else {
         const avg = getSwaAvgFn();
-        mine.forEach((p, i) => p.copy_(avg(p, theirs[i], n)));
+        mine.forEach((p, i) => {
+          p.copy_(avg(p, theirs[i], n));
+        });
       }
     }
   }
