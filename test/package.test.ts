@@ -69,9 +69,11 @@ test('the tarball holds the compiled package and no tests, fixtures or benchmark
     'LICENSE',
   ])
     assert.ok(paths.includes(needed), `${needed} is missing from the tarball`);
+  // src/ stays out but for the torch version reader the install script imports before
+  // anything is compiled (src/core/torch-version.mjs; dist/ has its copy for the library).
   const unwanted = paths.filter(
     (p) =>
-      /^(test|src|examples|docs|\.ci|native\/build)\//.test(p) ||
+      (/^(test|src|examples|docs|\.ci|native\/build)\//.test(p) && p !== 'src/core/torch-version.mjs') ||
       /fixture/i.test(p) ||
       // The reference side of `tsddp bench --reference`: ddp.py and the ResNet it imports.
       (p.startsWith('bench/') && !['bench/reference/ddp.py', 'bench/reference/train_step.py'].includes(p)) ||

@@ -59,18 +59,15 @@ function cudaCalls(what: string): CudaNative {
 }
 
 /**
- * A device as libtorch takes it: PyTorch's integer device N is 'cuda:N'. A CUDA device on a
- * machine without CUDA is a CudaError saying why (what `torch.device('cuda')` tensors get),
- * before libtorch's own message about its build.
+ * A device as libtorch takes it: PyTorch's integer device N is 'cuda:N'. Anything else is
+ * libtorch's to judge (a CUDA device without CUDA is its TorchError, named by the op, as for
+ * 'cuda').
  */
 export function resolveDevice(device: string | number, what: string): string {
-  if (typeof device === 'number') {
-    if (!Number.isInteger(device) || device < 0)
-      throw new TypeError(`${what}: a device index must be an integer >= 0, got ${device}`);
-    device = `cuda:${device}`;
-  }
-  if (/^cuda(:\d+)?$/.test(device) && !build().cudaAvailable) cudaCalls(`${what} ${device}`);
-  return device;
+  if (typeof device === 'string') return device;
+  if (!Number.isInteger(device) || device < 0)
+    throw new TypeError(`${what}: a device index must be an integer >= 0, got ${device}`);
+  return `cuda:${device}`;
 }
 
 function deviceIndex(device: number | string | undefined, what: string): number | undefined {

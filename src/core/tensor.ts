@@ -346,7 +346,8 @@ export class Tensor implements Handle {
    * `toArray()` gives it as [re, im].
    */
   item(): number {
-    if (this.isComplex())
+    // A disposed tensor is named by item() itself (below), not by this dtype check.
+    if (!this.isDisposed && this.isComplex())
       throw new TypeError(
         `item(): a ${this.dtype} value is a complex number, which JS has no type for; ` +
           'toArray() gives it as [re, im] (or read x.real and x.imag)',
@@ -363,8 +364,10 @@ export class Tensor implements Handle {
    * [...shape, 2], as torch.view_as_real(x).tolist()).
    */
   toArray(): NestedArray {
+    // The copy first: on a disposed tensor, toTypedArray() is the call that names the fault.
+    const raw = this.toTypedArray();
     const dtype = this.dtype;
-    const flat = isFloat8(dtype) ? this.float8Values() : this.toTypedArray();
+    const flat = isFloat8(dtype) ? this.float8Values() : raw;
     const isBool = dtype === 'bool';
     const complex = isComplex(dtype);
     const shape = this.shape;
