@@ -13,7 +13,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { flag, type ParamGroup, type ParamState } from './optimizer.ts';
+import { flag, hyper, type ParamGroup, type ParamState } from './optimizer.ts';
 
 /**
  * PyTorch's Python-float operand of an op on `x`: the number for float32/float64, a 0-dim
@@ -125,4 +125,20 @@ export function pyMax(a: number, b: number): number {
 export function pyMin(a: number, b: number): number {
   // biome-ignore lint/complexity/useMathMinMax: Math.min differs for NaN, which is the point here.
   return b < a ? b : a;
+}
+
+/**
+ * The checks the Adam family's constructors share, in PyTorch's order and words: lr,
+ * eps and weight_decay >= 0, each beta in [0, 1).
+ */
+export function checkAdamHypers(g: ParamGroup): void {
+  const lr = hyper(g, 'lr');
+  const eps = hyper(g, 'eps');
+  const [b1, b2] = pairOf(g, 'betas');
+  const wd = hyper(g, 'weightDecay');
+  if (!(lr >= 0)) throw new RangeError(`Invalid learning rate: ${lr}`);
+  if (!(eps >= 0)) throw new RangeError(`Invalid epsilon value: ${eps}`);
+  if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
+  if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);
+  if (!(wd >= 0)) throw new RangeError(`Invalid weight_decay value: ${wd}`);
 }

@@ -12,6 +12,7 @@ import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import {
   addScalar_,
+  checkAdamHypers,
   checkLoopOnly,
   divScalar,
   mulScalar,
@@ -55,15 +56,7 @@ export class RAdam extends Optimizer {
   }
 
   protected override validateGroup(g: ParamGroup): void {
-    const lr = hyper(g, 'lr');
-    const eps = hyper(g, 'eps');
-    const wd = hyper(g, 'weightDecay');
-    const [b1, b2] = pairOf(g, 'betas');
-    if (!(lr >= 0)) throw new RangeError(`Invalid learning rate: ${lr}`);
-    if (!(eps >= 0)) throw new RangeError(`Invalid epsilon value: ${eps}`);
-    if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
-    if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);
-    if (!(wd >= 0)) throw new RangeError(`Invalid weight_decay value: ${wd}`);
+    checkAdamHypers(g);
     checkLoopOnly(g, 'RAdam');
   }
 
