@@ -242,6 +242,12 @@ export function define<
 }
 
 /**
+ * (size_average, reduce, reduction): PyTorch's deprecated reduction arguments and the one
+ * that replaced them, one after the other in most loss signatures (modules and functions).
+ */
+export const LEGACY_REDUCTION = ['sizeAverage', 'reduce', 'reduction'] as const;
+
+/**
  * PyTorch's deprecated `size_average` and `reduce` as a reduction
  * (torch.nn._reduction.legacy_get_string); `reduction` when neither is given.
  */

@@ -17,6 +17,20 @@ type In<O = unknown> = { input: t.Tensor } & O;
 const INPUT = { required: ['input'] } as const;
 const INPLACE = { required: ['input'], optional: ['inplace'] } as const;
 
+/** aten's `op` of `input` and `args`, or with `inplace` its in-place form `op_` (which overwrites input). */
+function atenInplace(
+  op: string,
+  inplace: boolean | undefined,
+  input: t.Tensor,
+  ...args: unknown[]
+): t.Tensor {
+  return aten(`aten::${op}${inplace ? '_' : ''}`, input, ...args);
+}
+
+/** The activations of (input, inplace=False) that are the aten op of their name. */
+const atenActivation = (name: 'mish' | 'hardswish' | 'hardsigmoid' | 'selu') =>
+  define(name, INPLACE, ({ input, inplace }: In<Inplace>): t.Tensor => atenInplace(name, inplace, input));
+
 export const relu = define(
   'relu',
   INPLACE,
@@ -37,20 +51,20 @@ export const leakyRelu = define(
   'leakyRelu',
   { required: ['input'], optional: ['negativeSlope', 'inplace'] },
   ({ input, negativeSlope = 0.01, inplace }: In<LeakyReluOptions>): t.Tensor =>
-    inplace
-      ? aten('aten::leaky_relu_', input, negativeSlope)
-      : aten('aten::leaky_relu', input, negativeSlope),
+    atenInplace('leaky_relu', inplace, input, negativeSlope),
 );
 
 export interface AlphaOptions extends Inplace {
   alpha?: number;
 }
 
+// elu's and celu's signature: (input, alpha=1.0, inplace=False).
+const ALPHA = { required: ['input'], optional: ['alpha', 'inplace'] } as const;
+
 export const elu = define(
   'elu',
-  { required: ['input'], optional: ['alpha', 'inplace'] },
-  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor =>
-    inplace ? aten('aten::elu_', input, alpha) : aten('aten::elu', input, alpha),
+  ALPHA,
+  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor => atenInplace('elu', inplace, input, alpha),
 );
 
 export interface HardtanhOptions extends Inplace {
@@ -62,7 +76,7 @@ export const hardtanh = define(
   'hardtanh',
   { required: ['input'], optional: ['minVal', 'maxVal', 'inplace'] },
   ({ input, minVal = -1, maxVal = 1, inplace }: In<HardtanhOptions>): t.Tensor =>
-    inplace ? aten('aten::hardtanh_', input, minVal, maxVal) : aten('aten::hardtanh', input, minVal, maxVal),
+    atenInplace('hardtanh', inplace, input, minVal, maxVal),
 );
 
 /** Gaussian error linear unit; `approximate: 'tanh'` uses the tanh approximation (keyword-only, as in PyTorch). */
@@ -84,26 +98,11 @@ export const silu = define(
   ({ input, inplace }: In<Inplace>): t.Tensor => (inplace ? aten('aten::silu_', input) : t.silu(input)),
 );
 
-export const mish = define(
-  'mish',
-  INPLACE,
-  ({ input, inplace }: In<Inplace>): t.Tensor =>
-    inplace ? aten('aten::mish_', input) : aten('aten::mish', input),
-);
+export const mish = atenActivation('mish');
 
-export const hardswish = define(
-  'hardswish',
-  INPLACE,
-  ({ input, inplace }: In<Inplace>): t.Tensor =>
-    inplace ? aten('aten::hardswish_', input) : aten('aten::hardswish', input),
-);
+export const hardswish = atenActivation('hardswish');
 
-export const hardsigmoid = define(
-  'hardsigmoid',
-  INPLACE,
-  ({ input, inplace }: In<Inplace>): t.Tensor =>
-    inplace ? aten('aten::hardsigmoid_', input) : aten('aten::hardsigmoid', input),
-);
+export const hardsigmoid = atenActivation('hardsigmoid');
 
 export const sigmoid = define('sigmoid', INPUT, ({ input }: In): t.Tensor => t.sigmoid(input));
 
@@ -187,19 +186,13 @@ export const softmin = define(
 );
 
 /** Scaled ELU with PyTorch's fixed alpha and scale (self-normalising networks). */
-export const selu = define(
-  'selu',
-  INPLACE,
-  ({ input, inplace }: In<Inplace>): t.Tensor =>
-    inplace ? aten('aten::selu_', input) : aten('aten::selu', input),
-);
+export const selu = atenActivation('selu');
 
 /** max(0, x) + min(0, alpha·(exp(x/alpha) - 1)). */
 export const celu = define(
   'celu',
-  { required: ['input'], optional: ['alpha', 'inplace'] },
-  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor =>
-    inplace ? aten('aten::celu_', input, alpha) : aten('aten::celu', input, alpha),
+  ALPHA,
+  ({ input, alpha = 1, inplace }: In<AlphaOptions>): t.Tensor => atenInplace('celu', inplace, input, alpha),
 );
 
 /** x where x > threshold, else value. */
@@ -207,9 +200,7 @@ export const threshold = define(
   'threshold',
   { required: ['input', 'threshold', 'value'], optional: ['inplace'] },
   ({ input, threshold, value, inplace }: In<{ threshold: number; value: number } & Inplace>): t.Tensor =>
-    inplace
-      ? aten('aten::threshold_', input, threshold, value)
-      : aten('aten::threshold', input, threshold, value),
+    atenInplace('threshold', inplace, input, threshold, value),
 );
 
 const LAMBD = { required: ['input'], optional: ['lambd'] } as const;
@@ -260,9 +251,7 @@ export const rrelu = define(
   'rrelu',
   { required: ['input'], optional: ['lower', 'upper', 'training', 'inplace'] },
   ({ input, lower = 1 / 8, upper = 1 / 3, training = false, inplace }: In<RreluOptions>): t.Tensor =>
-    inplace
-      ? aten('aten::rrelu_', input, lower, upper, training, null)
-      : aten('aten::rrelu', input, lower, upper, training, null),
+    atenInplace('rrelu', inplace, input, lower, upper, training, null),
 );
 
 // The in-place forms torch.nn.functional also exports under their own names.

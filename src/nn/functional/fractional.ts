@@ -71,28 +71,23 @@ function fractional(dims: 2 | 3, opts: FractionalParams): [t.Tensor, t.Tensor] {
   });
 }
 
+// Each rank's two functions: the WithIndices form, and the plain one refusing returnIndices.
+const withIndicesOfRank = (dims: 2 | 3) =>
+  define(`fractionalMaxPool${dims}dWithIndices`, WITH_INDICES, (a: FractionalParams): [t.Tensor, t.Tensor] =>
+    fractional(dims, a),
+  );
+const withoutIndicesOfRank = (dims: 2 | 3) =>
+  define(
+    `fractionalMaxPool${dims}d`,
+    { ...WITHOUT_INDICES, hints: hint(dims) },
+    (a: FractionalParams): t.Tensor => withoutIndices(fractional(dims, a)),
+  );
+
 /** fractional_max_pool2d with return_indices=True: [output, indices]. */
-export const fractionalMaxPool2dWithIndices = define(
-  'fractionalMaxPool2dWithIndices',
-  WITH_INDICES,
-  (a: FractionalParams): [t.Tensor, t.Tensor] => fractional(2, a),
-);
-
-export const fractionalMaxPool2d = define(
-  'fractionalMaxPool2d',
-  { ...WITHOUT_INDICES, hints: hint(2) },
-  (a: FractionalParams): t.Tensor => withoutIndices(fractional(2, a)),
-);
-
+export const fractionalMaxPool2dWithIndices = withIndicesOfRank(2);
+/** Max pooling of [N, C, H, W] over pseudo-random regions (fractional_max_pool2d). */
+export const fractionalMaxPool2d = withoutIndicesOfRank(2);
 /** fractional_max_pool3d with return_indices=True: [output, indices]. */
-export const fractionalMaxPool3dWithIndices = define(
-  'fractionalMaxPool3dWithIndices',
-  WITH_INDICES,
-  (a: FractionalParams): [t.Tensor, t.Tensor] => fractional(3, a),
-);
-
-export const fractionalMaxPool3d = define(
-  'fractionalMaxPool3d',
-  { ...WITHOUT_INDICES, hints: hint(3) },
-  (a: FractionalParams): t.Tensor => withoutIndices(fractional(3, a)),
-);
+export const fractionalMaxPool3dWithIndices = withIndicesOfRank(3);
+/** Max pooling of [N, C, D, H, W] over pseudo-random regions (fractional_max_pool3d). */
+export const fractionalMaxPool3d = withoutIndicesOfRank(3);

@@ -4,7 +4,7 @@
 
 import type { CrossEntropyOptions as CoreCrossEntropyOptions } from '../../core/index.ts';
 import * as t from '../../core/index.ts';
-import { define, legacyReduction } from '../args.ts';
+import { define, LEGACY_REDUCTION, legacyReduction } from '../args.ts';
 import { aten, type ReductionOptions, reductionOf, sameShape, shapeText } from './common.ts';
 
 /** PyTorch's deprecated reduction arguments, still in its signatures (see legacyReduction). */
@@ -108,7 +108,7 @@ export interface PointwiseLossOptions extends LegacyReductionOptions {
 
 const POINTWISE = {
   required: ['input', 'target'],
-  optional: ['sizeAverage', 'reduce', 'reduction', 'weight'],
+  optional: [...LEGACY_REDUCTION, 'weight'],
 } as const;
 
 /** Mean (or summed, or element-wise) squared error. */
@@ -135,7 +135,7 @@ export const l1Loss = define('l1Loss', POINTWISE, (a: InputTarget<PointwiseLossO
 /** Squared error below `beta`, absolute error (minus beta/2) above; beta 0 is l1Loss. */
 export const smoothL1Loss = define(
   'smoothL1Loss',
-  { required: ['input', 'target'], optional: ['sizeAverage', 'reduce', 'reduction', 'beta'] },
+  { required: ['input', 'target'], optional: [...LEGACY_REDUCTION, 'beta'] },
   (a: InputTarget<LegacyReductionOptions & { beta?: number }>): t.Tensor => {
     const reduction = reductionCode(a, 'smoothL1Loss');
     const beta = a.beta ?? 1;
@@ -177,7 +177,7 @@ export interface BinaryCrossEntropyOptions extends LegacyReductionOptions {
 /** Binary cross entropy between probabilities `input` and targets in [0, 1]. */
 export const binaryCrossEntropy = define(
   'binaryCrossEntropy',
-  { required: ['input', 'target'], optional: ['weight', 'sizeAverage', 'reduce', 'reduction'] },
+  { required: ['input', 'target'], optional: ['weight', ...LEGACY_REDUCTION] },
   ({ input, target, ...a }: InputTarget<BinaryCrossEntropyOptions>): t.Tensor => {
     const reduction = reductionCode(a, 'binaryCrossEntropy');
     if (!sameShape(input.shape, target.shape)) {
@@ -202,7 +202,7 @@ export const binaryCrossEntropyWithLogits = define(
   'binaryCrossEntropyWithLogits',
   {
     required: ['input', 'target'],
-    optional: ['weight', 'sizeAverage', 'reduce', 'reduction', 'posWeight'],
+    optional: ['weight', ...LEGACY_REDUCTION, 'posWeight'],
   },
   ({ input, target, ...a }: InputTarget<BinaryCrossEntropyWithLogitsOptions>): t.Tensor => {
     const reduction = reductionCode(a, 'binaryCrossEntropyWithLogits');
@@ -229,7 +229,7 @@ export interface KlDivOptions {
 /** Kullback-Leibler divergence of log-probabilities `input` from `target`. */
 export const klDiv = define(
   'klDiv',
-  { required: ['input', 'target'], optional: ['sizeAverage', 'reduce', 'reduction', 'logTarget'] },
+  { required: ['input', 'target'], optional: [...LEGACY_REDUCTION, 'logTarget'] },
   ({ input, target, ...a }: InputTarget<KlDivOptions>): t.Tensor => {
     const r = legacyReduction(a.sizeAverage, a.reduce, a.reduction) ?? 'mean';
     const logTarget = a.logTarget ?? false;
@@ -269,7 +269,7 @@ type PairTarget<O> = { input1: t.Tensor; input2: t.Tensor; target: t.Tensor } & 
 type MarginOptions = LegacyReductionOptions & { margin?: number };
 const PAIR_MARGIN = {
   required: ['input1', 'input2', 'target'],
-  optional: ['margin', 'sizeAverage', 'reduce', 'reduction'],
+  optional: ['margin', ...LEGACY_REDUCTION],
 } as const;
 
 /** 1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1. */
@@ -300,14 +300,14 @@ export const marginRankingLoss = define(
 /** x for target 1, max(0, margin - x) for target -1. */
 export const hingeEmbeddingLoss = define(
   'hingeEmbeddingLoss',
-  { required: ['input', 'target'], optional: ['margin', 'sizeAverage', 'reduce', 'reduction'] },
+  { required: ['input', 'target'], optional: ['margin', ...LEGACY_REDUCTION] },
   ({ input, target, ...a }: InputTarget<MarginOptions>): t.Tensor =>
     aten('aten::hinge_embedding_loss', input, target, a.margin ?? 1, reductionCode(a, 'hingeEmbeddingLoss')),
 );
 
 const LEGACY_ONLY = {
   required: ['input', 'target'],
-  optional: ['sizeAverage', 'reduce', 'reduction'],
+  optional: LEGACY_REDUCTION,
 } as const;
 
 /** log(1 + exp(-target·input)) for targets ±1. */
@@ -335,7 +335,7 @@ export const tripletMarginLoss = define(
   'tripletMarginLoss',
   {
     required: ['anchor', 'positive', 'negative'],
-    optional: ['margin', 'p', 'eps', 'swap', 'sizeAverage', 'reduce', 'reduction'],
+    optional: ['margin', 'p', 'eps', 'swap', ...LEGACY_REDUCTION],
   },
   ({ anchor, positive, negative, ...a }: Triplet<TripletMarginLossOptions>): t.Tensor => {
     const reduction = reductionCode(a, 'tripletMarginLoss');
@@ -360,7 +360,7 @@ export const multiMarginLoss = define(
   'multiMarginLoss',
   {
     required: ['input', 'target'],
-    optional: ['p', 'margin', 'weight', 'sizeAverage', 'reduce', 'reduction'],
+    optional: ['p', 'margin', 'weight', ...LEGACY_REDUCTION],
   },
   ({ input, target, ...a }: InputTarget<MultiMarginLossOptions>): t.Tensor => {
     const reduction = reductionCode(a, 'multiMarginLoss');
@@ -384,7 +384,7 @@ export const multilabelMarginLoss = define(
 /** Per-class binary logistic loss averaged over classes (PyTorch's own composite). */
 export const multilabelSoftMarginLoss = define(
   'multilabelSoftMarginLoss',
-  { required: ['input', 'target'], optional: ['weight', 'sizeAverage', 'reduce', 'reduction'] },
+  { required: ['input', 'target'], optional: ['weight', ...LEGACY_REDUCTION] },
   ({ input, target, ...a }: InputTarget<BinaryCrossEntropyOptions>): t.Tensor => {
     const r = reductionIn(a);
     reductionOf({ reduction: r }, 'multilabelSoftMarginLoss');

@@ -5,24 +5,35 @@ import * as t from '../../core/index.ts';
 import { define } from '../args.ts';
 import { aten, type IntOrPair, withoutIndices } from './common.ts';
 
-export interface MaxPool2dOptions {
+/** The max_pool functions' options; `S` is how a size is given for the rank. */
+interface MaxPoolOptions<S> {
   /** Default: kernelSize. */
-  stride?: IntOrPair | null;
-  padding?: IntOrPair;
-  dilation?: IntOrPair;
+  stride?: S | null;
+  padding?: S;
+  dilation?: S;
   ceilMode?: boolean;
   /** Only false (the WithIndices form returns the indices; it ignores this, as PyTorch's does). */
   returnIndices?: boolean;
 }
+export type MaxPool2dOptions = MaxPoolOptions<IntOrPair>;
+type MaxPoolNdOptions = MaxPoolOptions<number | number[]>;
 
-interface MaxPoolNdOptions {
-  stride?: number | number[] | null;
-  padding?: number | number[];
-  dilation?: number | number[];
+/** The avg_pool functions' options; `S` is how a size is given for the rank. */
+interface AvgPoolOptions<S> {
+  /** Default: kernelSize. */
+  stride?: S | null;
+  padding?: S;
   ceilMode?: boolean;
-  /** Only false (the WithIndices form returns the indices; it ignores this, as PyTorch's does). */
-  returnIndices?: boolean;
+  /** Count the zero padding in the average. Default true. */
+  countIncludePad?: boolean;
 }
+/** The 2-d and 3-d avg_pool functions' options: with divisorOverride. */
+interface AvgPoolDivisorOptions<S> extends AvgPoolOptions<S> {
+  /** Divide by this instead of the window size. */
+  divisorOverride?: number | null;
+}
+export type AvgPool2dOptions = AvgPoolDivisorOptions<IntOrPair>;
+type AvgPoolNdOptions = AvgPoolDivisorOptions<number | number[]>;
 
 type Pool<K, O> = { input: t.Tensor; kernelSize: K } & O;
 
@@ -32,7 +43,7 @@ function maxPoolArgs(kernelSize: number | number[], opts: MaxPoolNdOptions) {
 }
 
 /** The avg_pool ops' arguments after the kernel size (the 2-d and 3-d ops add divisor_override). */
-function avgPoolArgs(kernelSize: number | number[], opts: AvgPool2dOptions) {
+function avgPoolArgs(kernelSize: number | number[], opts: AvgPoolNdOptions) {
   return [
     opts.stride ?? kernelSize,
     opts.padding ?? 0,
@@ -75,17 +86,6 @@ export const maxPool2dWithIndices = define(
     t.maxPool2dWithIndices(input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
 );
 
-export interface AvgPool2dOptions {
-  /** Default: kernelSize. */
-  stride?: IntOrPair | null;
-  padding?: IntOrPair;
-  ceilMode?: boolean;
-  /** Count the zero padding in the average. Default true. */
-  countIncludePad?: boolean;
-  /** Divide by this instead of the window size. */
-  divisorOverride?: number | null;
-}
-
 const AVG_POOL_1D = {
   required: ['input', 'kernelSize'],
   optional: ['stride', 'padding', 'ceilMode', 'countIncludePad'],
@@ -119,34 +119,19 @@ export const adaptiveMaxPool2d = define(
     withoutIndices(withIndices('aten::adaptive_max_pool2d', input, outputSize)),
 );
 
-type AvgPool1dOptions = {
-  stride?: number | [number] | null;
-  padding?: number | [number];
-  ceilMode?: boolean;
-  countIncludePad?: boolean;
-};
-
 /** average pooling over [N, C, L] input. */
 export const avgPool1d = define(
   'avgPool1d',
   AVG_POOL_1D,
-  ({ input, kernelSize, ...opts }: Pool<number | [number], AvgPool1dOptions>): t.Tensor =>
+  ({ input, kernelSize, ...opts }: Pool<number | [number], AvgPoolOptions<number | [number]>>): t.Tensor =>
     aten('aten::avg_pool1d', input, kernelSize, ...avgPoolArgs(kernelSize, opts)),
 );
-
-type MaxPool1dOptions = {
-  stride?: number | [number] | null;
-  padding?: number | [number];
-  dilation?: number | [number];
-  ceilMode?: boolean;
-  returnIndices?: boolean;
-};
 
 /** max pooling over [N, C, L] input. */
 export const maxPool1d = define(
   'maxPool1d',
   MAX_POOL_1D,
-  ({ input, kernelSize, ...opts }: Pool<number | [number], MaxPool1dOptions>): t.Tensor =>
+  ({ input, kernelSize, ...opts }: Pool<number | [number], MaxPoolOptions<number | [number]>>): t.Tensor =>
     aten('aten::max_pool1d', input, kernelSize, ...maxPoolArgs(kernelSize, opts)),
 );
 
@@ -165,18 +150,10 @@ export const adaptiveMaxPool1d = define(
     withoutIndices(withIndices('aten::adaptive_max_pool1d', input, outputSize)),
 );
 
-type AvgPool3dOptions = {
-  stride?: number | number[] | null;
-  padding?: number | number[];
-  ceilMode?: boolean;
-  countIncludePad?: boolean;
-  divisorOverride?: number | null;
-};
-
 export const avgPool3d = define(
   'avgPool3d',
   AVG_POOL,
-  ({ input, kernelSize, ...opts }: Pool<number | number[], AvgPool3dOptions>): t.Tensor =>
+  ({ input, kernelSize, ...opts }: Pool<number | number[], AvgPoolNdOptions>): t.Tensor =>
     aten(
       'aten::avg_pool3d',
       input,

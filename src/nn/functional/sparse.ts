@@ -10,9 +10,8 @@ const NO_SPARSE = {
   hints: { sparse: 'sparse gradients are not supported by tsddp' },
 } as const;
 
-export interface EmbeddingOptions {
-  /** Row whose gradient is always zero (negative counts from the end). */
-  paddingIdx?: number | null;
+/** What embedding and embeddingBag share: the renormalisation of the rows looked up, and `sparse`. */
+interface LookupOptions {
   /** Rows looked up are first renormalised in place to at most this norm. */
   maxNorm?: number | null;
   /** The p of the maxNorm norm. Default 2. */
@@ -22,13 +21,31 @@ export interface EmbeddingOptions {
   /** Sparse gradients are not supported by tsddp: false only. */
   sparse?: boolean;
 }
+// (max_norm, norm_type, scale_grad_by_freq): one after the other in both signatures.
+const LOOKUP = ['maxNorm', 'normType', 'scaleGradByFreq'] as const;
+
+/** With maxNorm: the rows of `weight` that `indices` looks up, renormalised in place (outside autograd, as PyTorch). */
+function renormRows(weight: t.Tensor, indices: t.Tensor, opts: LookupOptions): void {
+  const maxNorm = opts.maxNorm ?? null;
+  if (maxNorm === null) return;
+  noGrad(() =>
+    t.tidy(() => {
+      aten('aten::embedding_renorm_', weight, t.contiguous(indices), maxNorm, opts.normType ?? 2);
+    }),
+  );
+}
+
+export interface EmbeddingOptions extends LookupOptions {
+  /** Row whose gradient is always zero (negative counts from the end). */
+  paddingIdx?: number | null;
+}
 
 /** Rows of `weight` at the indices in `input` (torch.nn.functional.embedding's argument order). */
 export const embedding = define(
   'embedding',
   {
     required: ['input', 'weight'],
-    optional: ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse'],
+    optional: ['paddingIdx', ...LOOKUP, 'sparse'],
     ...NO_SPARSE,
   },
   ({ input, weight, ...opts }: { input: t.Tensor; weight: t.Tensor } & EmbeddingOptions): t.Tensor => {
@@ -40,14 +57,7 @@ export const embedding = define(
       }
       if (paddingIdx < 0) paddingIdx += rows;
     }
-    const maxNorm = opts.maxNorm ?? null;
-    if (maxNorm !== null) {
-      noGrad(() =>
-        t.tidy(() => {
-          aten('aten::embedding_renorm_', weight, t.contiguous(input), maxNorm, opts.normType ?? 2);
-        }),
-      );
-    }
+    renormRows(weight, input, opts);
     return t.embedding(weight, input, paddingIdx, opts.scaleGradByFreq ?? false, false);
   },
 );
@@ -60,16 +70,11 @@ export const oneHot = define(
     t.oneHot(tensor, numClasses),
 );
 
-export interface EmbeddingBagOptions {
+export interface EmbeddingBagOptions extends LookupOptions {
   /** Start of each bag in a 1-d `input`; must be omitted for 2-d input (one bag per row). */
   offsets?: t.Tensor | null;
-  maxNorm?: number | null;
-  normType?: number;
-  scaleGradByFreq?: boolean;
   /** How a bag's rows are reduced. Default 'mean'. */
   mode?: 'sum' | 'mean' | 'max';
-  /** Sparse gradients are not supported by tsddp: false only. */
-  sparse?: boolean;
   /** A weight per index (mode 'sum' only), shaped like input. */
   perSampleWeights?: t.Tensor | null;
   /** `offsets` has one more entry: the end of the last bag. Default false. */
@@ -85,17 +90,7 @@ export const embeddingBag = define(
   'embeddingBag',
   {
     required: ['input', 'weight'],
-    optional: [
-      'offsets',
-      'maxNorm',
-      'normType',
-      'scaleGradByFreq',
-      'mode',
-      'sparse',
-      'perSampleWeights',
-      'includeLastOffset',
-      'paddingIdx',
-    ],
+    optional: ['offsets', ...LOOKUP, 'mode', 'sparse', 'perSampleWeights', 'includeLastOffset', 'paddingIdx'],
     ...NO_SPARSE,
   },
   ({ input, weight, ...opts }: { input: t.Tensor; weight: t.Tensor } & EmbeddingBagOptions): t.Tensor =>
@@ -141,12 +136,7 @@ function bag(input: t.Tensor, weight: t.Tensor, opts: EmbeddingBagOptions): t.Te
     } else {
       throw new RangeError(`embeddingBag(): input has to be 1-d or 2-d, got ${input.ndim}-d`);
     }
-    const maxNorm = opts.maxNorm ?? null;
-    if (maxNorm !== null) {
-      noGrad(() =>
-        aten('aten::embedding_renorm_', weight, t.contiguous(indices), maxNorm, opts.normType ?? 2),
-      );
-    }
+    renormRows(weight, indices, opts);
     const [out] = t.ops.call(
       'aten::embedding_bag.padding_idx',
       weight,

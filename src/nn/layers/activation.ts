@@ -1,7 +1,8 @@
 // torch.nn.modules.activation (MultiheadAttention is in attention.ts): each module is one
 // functional call with its constructor arguments stored, which are PyTorch's, positional
-// or by name (nn/args.ts). The modules whose options are only `inplace` share one base,
-// the softmax family another.
+// or by name (nn/args.ts). Modules that take the same arguments share the base that
+// binds and stores them: those whose options are only `inplace`, ELU/CELU,
+// Hardshrink/Softshrink, and the softmax family.
 import * as t from '../../core/index.ts';
 import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
@@ -114,18 +115,14 @@ export class LeakyReLU extends _InplaceActivation {
 const ALPHA = signature(['ELU', 'CELU'], { optional: ['alpha', 'inplace'] });
 type AlphaParams = { alpha?: number } & Inplace;
 
-/** x for x > 0, alpha·(exp(x) - 1) otherwise. */
-export class ELU extends _InplaceActivation {
+/** ELU's and CELU's alpha and `inplace`: the two take the same arguments. */
+export abstract class _AlphaActivation extends _InplaceActivation {
   readonly alpha: number;
 
   constructor(...args: Args<typeof ALPHA, AlphaParams>) {
-    const a = bind<AlphaParams>(ALPHA, args, 'ELU');
+    const a = bind<AlphaParams>(ALPHA, args, new.target.name);
     super({ inplace: a.inplace });
     this.alpha = a.alpha ?? 1;
-  }
-
-  override forward(input: t.Tensor): t.Tensor {
-    return F.elu(input, { alpha: this.alpha, inplace: this.inplace });
   }
 
   override extraRepr(): string {
@@ -133,22 +130,17 @@ export class ELU extends _InplaceActivation {
   }
 }
 
-/** max(0, x) + min(0, alpha·(exp(x/alpha) - 1)). */
-export class CELU extends _InplaceActivation {
-  readonly alpha: number;
-
-  constructor(...args: Args<typeof ALPHA, AlphaParams>) {
-    const a = bind<AlphaParams>(ALPHA, args, 'CELU');
-    super({ inplace: a.inplace });
-    this.alpha = a.alpha ?? 1;
+/** x for x > 0, alpha·(exp(x) - 1) otherwise. */
+export class ELU extends _AlphaActivation {
+  override forward(input: t.Tensor): t.Tensor {
+    return F.elu(input, { alpha: this.alpha, inplace: this.inplace });
   }
+}
 
+/** max(0, x) + min(0, alpha·(exp(x/alpha) - 1)). */
+export class CELU extends _AlphaActivation {
   override forward(input: t.Tensor): t.Tensor {
     return F.celu(input, { alpha: this.alpha, inplace: this.inplace });
-  }
-
-  override extraRepr(): string {
-    return `alpha=${this.alpha}${inplaceText(this.inplace)}`;
   }
 }
 
@@ -335,17 +327,13 @@ export class Softplus extends Module {
 const SHRINK = signature(['Hardshrink', 'Softshrink'], { optional: ['lambd'] });
 type ShrinkParams = { lambd?: number };
 
-/** x where |x| > lambd, else 0. */
-export class Hardshrink extends Module {
+/** Hardshrink's and Softshrink's lambd: the two take the same argument. */
+export abstract class _Shrink extends Module {
   readonly lambd: number;
 
   constructor(...args: Args<typeof SHRINK, ShrinkParams>) {
     super();
-    this.lambd = bind<ShrinkParams>(SHRINK, args, 'Hardshrink').lambd ?? 0.5;
-  }
-
-  override forward(input: t.Tensor): t.Tensor {
-    return F.hardshrink(input, this.lambd);
+    this.lambd = bind<ShrinkParams>(SHRINK, args, new.target.name).lambd ?? 0.5;
   }
 
   override extraRepr(): string {
@@ -353,21 +341,17 @@ export class Hardshrink extends Module {
   }
 }
 
-/** x shrunk towards 0 by lambd, 0 within [-lambd, lambd]. */
-export class Softshrink extends Module {
-  readonly lambd: number;
-
-  constructor(...args: Args<typeof SHRINK, ShrinkParams>) {
-    super();
-    this.lambd = bind<ShrinkParams>(SHRINK, args, 'Softshrink').lambd ?? 0.5;
+/** x where |x| > lambd, else 0. */
+export class Hardshrink extends _Shrink {
+  override forward(input: t.Tensor): t.Tensor {
+    return F.hardshrink(input, this.lambd);
   }
+}
 
+/** x shrunk towards 0 by lambd, 0 within [-lambd, lambd]. */
+export class Softshrink extends _Shrink {
   override forward(input: t.Tensor): t.Tensor {
     return F.softshrink(input, this.lambd);
-  }
-
-  override extraRepr(): string {
-    return String(this.lambd);
   }
 }
 

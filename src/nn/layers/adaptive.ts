@@ -23,6 +23,22 @@ const ADAPTIVE = signature('AdaptiveLogSoftmaxWithLoss', {
 });
 type AdaptiveParams = { inFeatures: number; nClasses: number; cutoffs: number[] } & AdaptiveLogSoftmaxOptions;
 
+/** PyTorch's checks of `cutoffs`, made before anything is stored, as there. */
+function checkCutoffs(cutoffs: number[], nClasses: number): void {
+  if (cutoffs.length === 0) throw new RangeError('cutoffs should be a sequence of length larger than 0');
+  const sorted = [...cutoffs].sort((a, b) => a - b);
+  if (
+    cutoffs.some((c, i) => c !== sorted[i] || !Number.isInteger(c)) ||
+    Math.min(...cutoffs) <= 0 ||
+    Math.max(...cutoffs) > nClasses - 1 ||
+    new Set(cutoffs).size !== cutoffs.length
+  ) {
+    throw new RangeError(
+      'cutoffs should be a sequence of unique, positive integers sorted in an increasing order, where each value is between 1 and nClasses-1',
+    );
+  }
+}
+
 export class AdaptiveLogSoftmaxWithLoss extends Module {
   readonly inFeatures: number;
   readonly nClasses: number;
@@ -39,20 +55,9 @@ export class AdaptiveLogSoftmaxWithLoss extends Module {
     super();
     const opts = bind<AdaptiveParams>(ADAPTIVE, args, 'AdaptiveLogSoftmaxWithLoss');
     const { inFeatures, nClasses, cutoffs } = opts;
+    checkCutoffs(cutoffs, nClasses);
     this.inFeatures = inFeatures;
     this.nClasses = nClasses;
-    const sorted = [...cutoffs].sort((a, b) => a - b);
-    if (cutoffs.length === 0) throw new RangeError('cutoffs should be a sequence of length larger than 0');
-    if (
-      cutoffs.some((c, i) => c !== sorted[i] || !Number.isInteger(c)) ||
-      Math.min(...cutoffs) <= 0 ||
-      Math.max(...cutoffs) > nClasses - 1 ||
-      new Set(cutoffs).size !== cutoffs.length
-    ) {
-      throw new RangeError(
-        'cutoffs should be a sequence of unique, positive integers sorted in an increasing order, where each value is between 1 and nClasses-1',
-      );
-    }
     this.cutoffs = [...cutoffs, nClasses];
     this.divValue = opts.divValue ?? 4;
     this.headBias = opts.headBias ?? false;

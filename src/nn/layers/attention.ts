@@ -63,7 +63,7 @@ export class MultiheadAttention extends Module {
   readonly qkvSameEmbedDim: boolean;
 
   constructor(...args: Args<typeof MHA, MhaParams>) {
-    super();
+    // The sizes are checked before Module's constructor runs, as in PyTorch.
     const opts = bind<MhaParams>(MHA, args, 'MultiheadAttention');
     const { embedDim, numHeads } = opts;
     if (!(embedDim > 0) || !(numHeads > 0)) {
@@ -71,6 +71,7 @@ export class MultiheadAttention extends Module {
         `embed_dim and num_heads must be greater than 0, got embed_dim=${embedDim} and num_heads=${numHeads} instead`,
       );
     }
+    super();
     const factory = { dtype: opts.dtype, device: opts.device };
     this.embedDim = embedDim;
     this.kdim = opts.kdim ?? embedDim;

@@ -6,9 +6,7 @@ import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
 import { type Args, bind, type Signature, signature } from '../args.ts';
 import * as F from '../functional.ts';
-import * as init from '../init.ts';
 import { Module } from '../module.ts';
-import { Parameter } from '../parameter.ts';
 import {
   isUninitialized,
   LazyModuleMixin,
@@ -18,6 +16,7 @@ import {
   setInferredSize,
 } from './lazy.ts';
 import type { FactoryOptions } from './linear.ts';
+import { registerAffine, resetAffine } from './normalization.ts';
 
 export interface BatchNormOptions extends FactoryOptions {
   eps?: number;
@@ -72,14 +71,7 @@ export abstract class _NormBase extends Module {
     this.affine = opts.affine ?? defaults;
     this.trackRunningStats = opts.trackRunningStats ?? defaults;
     const factory = { dtype: opts.dtype, device: opts.device };
-    this.weight = this.registerParameter(
-      'weight',
-      this.affine ? Parameter(t.empty([numFeatures], factory)) : null,
-    );
-    this.bias = this.registerParameter(
-      'bias',
-      this.affine && opts.bias !== false ? Parameter(t.empty([numFeatures], factory)) : null,
-    );
+    [this.weight, this.bias] = registerAffine(this, [numFeatures], this.affine, opts);
     const track = this.trackRunningStats;
     this.registerBuffer('running_mean', track ? t.zeros([numFeatures], factory) : null);
     this.registerBuffer('running_var', track ? t.ones([numFeatures], factory) : null);
@@ -108,8 +100,7 @@ export abstract class _NormBase extends Module {
 
   resetParameters(): void {
     this.resetRunningStats();
-    if (this.weight !== null) init.ones_(this.weight);
-    if (this.bias !== null) init.zeros_(this.bias);
+    resetAffine(this.weight, this.bias);
   }
 
   /**

@@ -15,24 +15,27 @@ const FOLD = signature('Fold', {
 });
 type FoldParams = { outputSize: Size2 } & UnfoldParams;
 
-/** The dilation, padding and stride, PyTorch's defaults (1, 0, 1) filled in, as its modules store them. */
-const windowOptions = ({ dilation = 1, padding = 0, stride = 1 }: F.UnfoldOptions): F.UnfoldOptions => ({
-  dilation,
-  padding,
-  stride,
-});
-
-/** Sliding local blocks as columns (torch.nn.Unfold). */
-export class Unfold extends Module {
+/**
+ * What Unfold and Fold share: the kernel size, and the dilation, padding and stride with
+ * PyTorch's defaults (1, 0, 1) filled in, as its modules store them.
+ */
+export abstract class _SlidingBlocks extends Module {
   readonly kernelSize: Size2;
   /** dilation, padding and stride. */
   readonly opts: F.UnfoldOptions;
 
-  constructor(...args: Args<typeof UNFOLD, UnfoldParams>) {
+  /** Takes the subclass's arguments, bound by its signature. */
+  constructor({ kernelSize, dilation = 1, padding = 0, stride = 1 }: UnfoldParams) {
     super();
-    const a = bind<UnfoldParams>(UNFOLD, args, 'Unfold');
-    this.kernelSize = a.kernelSize;
-    this.opts = windowOptions(a);
+    this.kernelSize = kernelSize;
+    this.opts = { dilation, padding, stride };
+  }
+}
+
+/** Sliding local blocks as columns (torch.nn.Unfold). */
+export class Unfold extends _SlidingBlocks {
+  constructor(...args: Args<typeof UNFOLD, UnfoldParams>) {
+    super(bind<UnfoldParams>(UNFOLD, args, 'Unfold'));
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -41,18 +44,13 @@ export class Unfold extends Module {
 }
 
 /** Columns summed back into an image (torch.nn.Fold). */
-export class Fold extends Module {
+export class Fold extends _SlidingBlocks {
   readonly outputSize: Size2;
-  readonly kernelSize: Size2;
-  /** dilation, padding and stride. */
-  readonly opts: F.UnfoldOptions;
 
   constructor(...args: Args<typeof FOLD, FoldParams>) {
-    super();
     const a = bind<FoldParams>(FOLD, args, 'Fold');
+    super(a);
     this.outputSize = a.outputSize;
-    this.kernelSize = a.kernelSize;
-    this.opts = windowOptions(a);
   }
 
   override forward(input: t.Tensor): t.Tensor {

@@ -1,9 +1,10 @@
 // torch.nn.modules.loss: each loss module is its functional with the options stored, over
 // torch's _Loss (the reduction, checked) and _WeightedLoss (a `weight` buffer, under
-// PyTorch's state-dict name). The constructors take PyTorch's arguments, positional or by
-// name (nn/args.ts); the deprecated size_average and reduce set the reduction, as there.
+// PyTorch's state-dict name); the three margin losses, whose arguments are the same, share
+// _MarginLoss. The constructors take PyTorch's arguments, positional or by name
+// (nn/args.ts); the deprecated size_average and reduce set the reduction, as there.
 import type * as t from '../../core/index.ts';
-import { type Args, bind, legacyReduction, signature } from '../args.ts';
+import { type Args, bind, LEGACY_REDUCTION, legacyReduction, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import { Module } from '../module.ts';
 
@@ -23,16 +24,22 @@ interface Legacy {
 
 type LegacyLossOptions<R extends string = t.Reduction> = LossOptions<R> & Legacy;
 
-/** The reduction of bound arguments: `reduction`, or what the deprecated arguments say. */
+/**
+ * What every loss hands _Loss: the reduction of its bound arguments, `reduction` or what
+ * the deprecated arguments say (in the signatures that have them).
+ */
 function reductionOf<R extends string>(a: LegacyLossOptions<R>): { reduction?: R } {
   return { reduction: legacyReduction(a.sizeAverage, a.reduce, a.reduction) as R | undefined };
 }
 
-const LEGACY = ['sizeAverage', 'reduce', 'reduction'] as const;
 // _Loss's own signature: MSELoss, L1Loss, SoftMarginLoss, MultiLabelMarginLoss take it.
-const LOSS = signature(['MSELoss', 'L1Loss', 'SoftMarginLoss', 'MultiLabelMarginLoss'], { optional: LEGACY });
+const LOSS = signature(['MSELoss', 'L1Loss', 'SoftMarginLoss', 'MultiLabelMarginLoss'], {
+  optional: LEGACY_REDUCTION,
+});
 // _WeightedLoss's: BCELoss and MultiLabelSoftMarginLoss take it.
-const WEIGHTED = signature(['BCELoss', 'MultiLabelSoftMarginLoss'], { optional: ['weight', ...LEGACY] });
+const WEIGHTED = signature(['BCELoss', 'MultiLabelSoftMarginLoss'], {
+  optional: ['weight', ...LEGACY_REDUCTION],
+});
 type WeightedParams = LegacyLossOptions & { weight?: t.Tensor | null };
 
 /**
@@ -89,7 +96,7 @@ export class L1Loss extends _Loss {
   }
 }
 
-const SMOOTH_L1 = signature('SmoothL1Loss', { optional: [...LEGACY, 'beta'] });
+const SMOOTH_L1 = signature('SmoothL1Loss', { optional: [...LEGACY_REDUCTION, 'beta'] });
 type SmoothL1Params = LegacyLossOptions & { beta?: number };
 
 /** Smooth L1 (torch.nn.SmoothL1Loss): squared below beta, absolute above. */
@@ -116,7 +123,7 @@ export class HuberLoss extends _Loss {
 
   constructor(...args: Args<typeof HUBER, HuberParams>) {
     const opts = bind<HuberParams>(HUBER, args, 'HuberLoss');
-    super({ reduction: opts.reduction });
+    super(reductionOf(opts));
     this.delta = opts.delta ?? 1;
   }
 
@@ -139,7 +146,7 @@ export class MultiLabelMarginLoss extends _Loss {
   }
 }
 
-const KL_DIV = signature('KLDivLoss', { optional: [...LEGACY, 'logTarget'] });
+const KL_DIV = signature('KLDivLoss', { optional: [...LEGACY_REDUCTION, 'logTarget'] });
 
 /** Kullback-Leibler divergence (torch.nn.KLDivLoss); reduction may also be 'batchmean'. */
 export class KLDivLoss extends _Loss<t.Reduction | 'batchmean'> {
@@ -200,7 +207,7 @@ export class GaussianNLLLoss extends _Loss {
 
   constructor(...args: Args<typeof GAUSSIAN, GaussianParams>) {
     const opts = bind<GaussianParams>(GAUSSIAN, args, 'GaussianNLLLoss');
-    super({ reduction: opts.reduction });
+    super(reductionOf(opts));
     this.full = opts.full ?? false;
     this.eps = opts.eps ?? 1e-6;
   }
@@ -301,7 +308,7 @@ export interface BCEWithLogitsLossOptions extends LossOptions, Legacy {
   posWeight?: t.Tensor | null;
 }
 
-const BCE_LOGITS = signature('BCEWithLogitsLoss', { optional: ['weight', ...LEGACY, 'posWeight'] });
+const BCE_LOGITS = signature('BCEWithLogitsLoss', { optional: ['weight', ...LEGACY_REDUCTION, 'posWeight'] });
 
 /** sigmoid + binary cross entropy in one stable op (torch.nn.BCEWithLogitsLoss). */
 export class BCEWithLogitsLoss extends _WeightedLoss {
@@ -331,7 +338,9 @@ export class MultiLabelSoftMarginLoss extends _WeightedLoss {
   }
 }
 
-const MULTI_MARGIN = signature('MultiMarginLoss', { optional: ['p', 'margin', 'weight', ...LEGACY] });
+const MULTI_MARGIN = signature('MultiMarginLoss', {
+  optional: ['p', 'margin', 'weight', ...LEGACY_REDUCTION],
+});
 type MultiMarginParams = WeightedParams & { p?: 1 | 2; margin?: number };
 
 /** Multi-class hinge loss (torch.nn.MultiMarginLoss); `weight` is a buffer. */
@@ -360,19 +369,26 @@ export class MultiMarginLoss extends _WeightedLoss {
 
 // HingeEmbeddingLoss, CosineEmbeddingLoss, MarginRankingLoss: (margin, size_average, reduce, reduction).
 const MARGIN = signature(['HingeEmbeddingLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss'], {
-  optional: ['margin', ...LEGACY],
+  optional: ['margin', ...LEGACY_REDUCTION],
 });
 type MarginParams = LegacyLossOptions & { margin?: number };
 
-/** Loss of ±1 targets on the margin of `input` (torch.nn.HingeEmbeddingLoss). */
-export class HingeEmbeddingLoss extends _Loss {
+/** The three margin losses: their margin (each class's default) and the reduction. */
+export abstract class _MarginLoss extends _Loss {
+  /** The margin when none is given: PyTorch's default of the class. */
+  protected static readonly defaultMargin: number = 0;
   readonly margin: number;
 
   constructor(...args: Args<typeof MARGIN, MarginParams>) {
-    const opts = bind<MarginParams>(MARGIN, args, 'HingeEmbeddingLoss');
+    const opts = bind<MarginParams>(MARGIN, args, new.target.name);
     super(reductionOf(opts));
-    this.margin = opts.margin ?? 1;
+    this.margin = opts.margin ?? new.target.defaultMargin;
   }
+}
+
+/** Loss of ±1 targets on the margin of `input` (torch.nn.HingeEmbeddingLoss). */
+export class HingeEmbeddingLoss extends _MarginLoss {
+  protected static override readonly defaultMargin = 1;
 
   override forward(input: t.Tensor, target: t.Tensor): t.Tensor {
     return F.hingeEmbeddingLoss(input, target, { margin: this.margin, reduction: this.reduction });
@@ -380,36 +396,22 @@ export class HingeEmbeddingLoss extends _Loss {
 }
 
 /** Whether two inputs are alike (target 1) or not (-1), by cosine similarity (torch.nn.CosineEmbeddingLoss). */
-export class CosineEmbeddingLoss extends _Loss {
-  readonly margin: number;
-
-  constructor(...args: Args<typeof MARGIN, MarginParams>) {
-    const opts = bind<MarginParams>(MARGIN, args, 'CosineEmbeddingLoss');
-    super(reductionOf(opts));
-    this.margin = opts.margin ?? 0;
-  }
-
+export class CosineEmbeddingLoss extends _MarginLoss {
   override forward(input1: t.Tensor, input2: t.Tensor, target: t.Tensor): t.Tensor {
     return F.cosineEmbeddingLoss(input1, input2, target, { margin: this.margin, reduction: this.reduction });
   }
 }
 
 /** Which of two inputs ranks higher (target 1 or -1), with a margin (torch.nn.MarginRankingLoss). */
-export class MarginRankingLoss extends _Loss {
-  readonly margin: number;
-
-  constructor(...args: Args<typeof MARGIN, MarginParams>) {
-    const opts = bind<MarginParams>(MARGIN, args, 'MarginRankingLoss');
-    super(reductionOf(opts));
-    this.margin = opts.margin ?? 0;
-  }
-
+export class MarginRankingLoss extends _MarginLoss {
   override forward(input1: t.Tensor, input2: t.Tensor, target: t.Tensor): t.Tensor {
     return F.marginRankingLoss(input1, input2, target, { margin: this.margin, reduction: this.reduction });
   }
 }
 
-const TRIPLET = signature('TripletMarginLoss', { optional: ['margin', 'p', 'eps', 'swap', ...LEGACY] });
+const TRIPLET = signature('TripletMarginLoss', {
+  optional: ['margin', 'p', 'eps', 'swap', ...LEGACY_REDUCTION],
+});
 
 /** Anchor closer to the positive than to the negative by a margin, in p-norm (torch.nn.TripletMarginLoss). */
 export class TripletMarginLoss extends _Loss {
@@ -457,7 +459,7 @@ export class TripletMarginWithDistanceLoss extends _Loss {
       args,
       'TripletMarginWithDistanceLoss',
     );
-    super({ reduction: opts.reduction });
+    super(reductionOf(opts));
     this.distanceFunction = opts.distanceFunction ?? null;
     this.margin = opts.margin ?? 1;
     if (!(this.margin > 0)) {
@@ -487,7 +489,7 @@ export class CTCLoss extends _Loss {
 
   constructor(...args: Args<typeof CTC, F.CtcLossOptions>) {
     const opts = bind<F.CtcLossOptions>(CTC, args, 'CTCLoss');
-    super({ reduction: opts.reduction });
+    super(reductionOf(opts));
     this.blank = opts.blank ?? 0;
     this.zeroInfinity = opts.zeroInfinity ?? false;
   }

@@ -9,8 +9,8 @@ import { Module } from '../module.ts';
 import { Parameter } from '../parameter.ts';
 import type { FactoryOptions } from './linear.ts';
 
-/** The ones-initialised weight and zeros-initialised bias of the normalisation layers. */
-function resetAffine(weight: t.Tensor | null, bias: t.Tensor | null): void {
+/** The ones-initialised weight and zeros-initialised bias of every normalisation layer. */
+export function resetAffine(weight: t.Tensor | null, bias: t.Tensor | null): void {
   if (weight !== null) init.ones_(weight);
   if (bias !== null) init.zeros_(bias);
 }
@@ -18,6 +18,23 @@ function resetAffine(weight: t.Tensor | null, bias: t.Tensor | null): void {
 /** A learnable tensor of `shape` when `present`, else null (left to resetAffine to fill). */
 function affineParameter(present: boolean, shape: number[], opts: FactoryOptions): t.Tensor | null {
   return present ? Parameter(t.empty(shape, { dtype: opts.dtype, device: opts.device })) : null;
+}
+
+/**
+ * Registers `weight` and `bias` of `shape` on `m`: with `affine`, parameters left to
+ * resetAffine to fill (the bias only unless `opts.bias` is false), else null. The affine
+ * parameters of LayerNorm, GroupNorm and the batch and instance norms (_NormBase).
+ */
+export function registerAffine(
+  m: Module,
+  shape: number[],
+  affine: boolean,
+  opts: { bias?: boolean } & FactoryOptions,
+): [t.Tensor | null, t.Tensor | null] {
+  return [
+    m.registerParameter('weight', affineParameter(affine, shape, opts)),
+    m.registerParameter('bias', affineParameter(affine && opts.bias !== false, shape, opts)),
+  ];
 }
 
 const shapeOf = (s: number | number[]): number[] => (typeof s === 'number' ? [s] : [...s]);
@@ -51,12 +68,7 @@ export class LayerNorm extends Module {
     this.normalizedShape = shapeOf(opts.normalizedShape);
     this.eps = opts.eps ?? 1e-5;
     this.elementwiseAffine = opts.elementwiseAffine ?? true;
-    const affine = this.elementwiseAffine;
-    this.weight = this.registerParameter('weight', affineParameter(affine, this.normalizedShape, opts));
-    this.bias = this.registerParameter(
-      'bias',
-      affineParameter(affine && opts.bias !== false, this.normalizedShape, opts),
-    );
+    [this.weight, this.bias] = registerAffine(this, this.normalizedShape, this.elementwiseAffine, opts);
     this.resetParameters();
   }
 
@@ -156,9 +168,7 @@ export class GroupNorm extends Module {
     this.numChannels = numChannels;
     this.eps = opts.eps ?? 1e-5;
     this.affine = opts.affine ?? true;
-    this.weight = this.registerParameter('weight', affineParameter(this.affine, [numChannels], opts));
-    const bias = this.affine && opts.bias !== false;
-    this.bias = this.registerParameter('bias', affineParameter(bias, [numChannels], opts));
+    [this.weight, this.bias] = registerAffine(this, [numChannels], this.affine, opts);
     this.resetParameters();
   }
 

@@ -24,6 +24,8 @@ type ConstantPadParams = PadParams & { value?: number };
 export abstract class _PadNd extends Module {
   /** The rank that an int padding pads: each class sets its own (ReflectionPad2d: 2). */
   declare protected static readonly dims: number;
+  /** F.pad's mode: each mode's base sets its own. */
+  declare protected static readonly mode: F.PadMode;
   readonly padding: number[];
   readonly value: number;
 
@@ -42,11 +44,8 @@ export abstract class _PadNd extends Module {
     this.value = value;
   }
 
-  /** F.pad's mode. */
-  protected abstract get mode(): F.PadMode;
-
   override forward(input: t.Tensor): t.Tensor {
-    const mode = this.mode;
+    const { mode } = this.constructor as typeof _PadNd;
     return F.pad(input, this.padding, mode === 'constant' ? { mode, value: this.value } : { mode });
   }
 
@@ -55,25 +54,24 @@ export abstract class _PadNd extends Module {
   }
 }
 
-/** Pads with zeros. */
-export abstract class _ZeroPadNd extends _PadNd {
+/** The modes whose signature is PyTorch's (padding) alone: every one but ConstantPadNd. */
+export abstract class _PaddingOnlyNd extends _PadNd {
   constructor(...args: Args<typeof PAD, PadParams>) {
     super(PAD, args);
   }
+}
 
-  protected override get mode(): F.PadMode {
-    return 'constant';
-  }
+/** Pads with zeros. */
+export abstract class _ZeroPadNd extends _PaddingOnlyNd {
+  protected static override readonly mode = 'constant';
 }
 
 /** Pads with `value`. */
 export abstract class _ConstantPadNd extends _PadNd {
+  protected static override readonly mode = 'constant';
+
   constructor(...args: Args<typeof CONSTANT_PAD, ConstantPadParams>) {
     super(CONSTANT_PAD, args);
-  }
-
-  protected override get mode(): F.PadMode {
-    return 'constant';
   }
 
   override extraRepr(): string {
@@ -82,33 +80,18 @@ export abstract class _ConstantPadNd extends _PadNd {
 }
 
 /** Pads with the reflection of the input at its edges. */
-export abstract class _ReflectionPadNd extends _PadNd {
-  constructor(...args: Args<typeof PAD, PadParams>) {
-    super(PAD, args);
-  }
-  protected override get mode(): F.PadMode {
-    return 'reflect';
-  }
+export abstract class _ReflectionPadNd extends _PaddingOnlyNd {
+  protected static override readonly mode = 'reflect';
 }
 
 /** Pads by repeating the input's edge values. */
-export abstract class _ReplicationPadNd extends _PadNd {
-  constructor(...args: Args<typeof PAD, PadParams>) {
-    super(PAD, args);
-  }
-  protected override get mode(): F.PadMode {
-    return 'replicate';
-  }
+export abstract class _ReplicationPadNd extends _PaddingOnlyNd {
+  protected static override readonly mode = 'replicate';
 }
 
 /** Pads with the input's values from the other end (periodic). */
-export abstract class _CircularPadNd extends _PadNd {
-  constructor(...args: Args<typeof PAD, PadParams>) {
-    super(PAD, args);
-  }
-  protected override get mode(): F.PadMode {
-    return 'circular';
-  }
+export abstract class _CircularPadNd extends _PaddingOnlyNd {
+  protected static override readonly mode = 'circular';
 }
 
 export class ZeroPad1d extends _ZeroPadNd {

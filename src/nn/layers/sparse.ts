@@ -1,5 +1,6 @@
 // torch.nn.modules.sparse: Embedding and EmbeddingBag, lookup tables whose parameter
-// `weight` is N(0, 1) with the padding row, if any, zeroed.
+// `weight` is N(0, 1) with the padding row, if any, zeroed; the table, its lookup options
+// and its weight are one base of both (_EmbeddingTable).
 import * as t from '../../core/index.ts';
 import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
@@ -17,18 +18,21 @@ function paddingRow(cls: string, paddingIdx: number | null, numEmbeddings: numbe
   return paddingIdx < 0 ? paddingIdx + numEmbeddings : paddingIdx;
 }
 
-/** N(0, 1), with the padding row zeroed, as torch.nn.Embedding and EmbeddingBag. */
-function resetEmbedding(weight: t.Tensor, paddingIdx: number | null): void {
-  init.normal_(weight);
-  if (paddingIdx !== null) {
-    t.tidy(() => {
-      t.select(weight.detach(), 0, paddingIdx).fill_(0);
-    });
+/** A given weight must be [numEmbeddings, embeddingDim]. */
+function checkWeight(cls: string, weight: t.Tensor, numEmbeddings: number, embeddingDim: number): void {
+  if (weight.ndim !== 2 || weight.shape[0] !== numEmbeddings || weight.shape[1] !== embeddingDim) {
+    throw new RangeError(
+      `${cls}: weight must be [${numEmbeddings}, ${embeddingDim}], got [${weight.shape.join(', ')}]`,
+    );
   }
 }
 
-export interface EmbeddingOptions extends FactoryOptions {
-  /** Row that gets no gradient (and is zero-initialised); negative counts from the end. */
+/** The options Embedding and EmbeddingBag share. */
+interface TableOptions extends FactoryOptions {
+  /**
+   * Row that gets no gradient (EmbeddingBag: is left out of every bag), zero-initialised;
+   * negative counts from the end.
+   */
   paddingIdx?: number | null;
   maxNorm?: number | null;
   normType?: number;
@@ -39,45 +43,58 @@ export interface EmbeddingOptions extends FactoryOptions {
   weight?: t.Tensor | null;
   /** PyTorch's name of weight. */
   _weight?: t.Tensor | null;
+}
+type TableParams = { numEmbeddings: number; embeddingDim: number } & TableOptions;
+
+export interface EmbeddingOptions extends TableOptions {
   /** With `weight`: do not train it. Default false. PyTorch's `_freeze`. */
   freeze?: boolean;
   /** PyTorch's name of freeze. */
   _freeze?: boolean;
 }
 
+export interface EmbeddingBagModuleOptions extends TableOptions {
+  /** Default 'mean'. */
+  mode?: 'sum' | 'mean' | 'max';
+  includeLastOffset?: boolean;
+}
+
+// The lookup's renormalisation options, in the same order in all three signatures.
+const LOOKUP = ['maxNorm', 'normType', 'scaleGradByFreq'] as const;
 const NO_SPARSE = {
   unsupported: { sparse: false },
   hints: { sparse: 'sparse gradients are not supported by tsddp' },
 } as const;
 const EMBEDDING = signature('Embedding', {
   required: ['numEmbeddings', 'embeddingDim'],
-  optional: [
-    'paddingIdx',
-    'maxNorm',
-    'normType',
-    'scaleGradByFreq',
-    'sparse',
-    '_weight',
-    '_freeze',
-    'device',
-    'dtype',
-  ],
+  optional: ['paddingIdx', ...LOOKUP, 'sparse', '_weight', '_freeze', 'device', 'dtype'],
   aliases: { weight: '_weight', freeze: '_freeze' },
   ...NO_SPARSE,
 });
 type EmbeddingParams = { numEmbeddings: number; embeddingDim: number } & EmbeddingOptions;
 const FROM_PRETRAINED = signature('Embedding.fromPretrained', {
   required: ['embeddings'],
-  optional: ['freeze', 'paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse'],
+  optional: ['freeze', 'paddingIdx', ...LOOKUP, 'sparse'],
   ...NO_SPARSE,
 });
 type FromPretrainedParams = { embeddings: t.Tensor } & Omit<
   EmbeddingOptions,
   'weight' | '_weight' | '_freeze' | 'dtype' | 'device'
 >;
+const EMBEDDING_BAG = signature('EmbeddingBag', {
+  required: ['numEmbeddings', 'embeddingDim'],
+  optional: [...LOOKUP, 'mode', 'sparse', '_weight', 'includeLastOffset', 'paddingIdx', 'device', 'dtype'],
+  aliases: { weight: '_weight' },
+  ...NO_SPARSE,
+});
+type EmbeddingBagParams = { numEmbeddings: number; embeddingDim: number } & EmbeddingBagModuleOptions;
 
-/** A lookup table of `numEmbeddings` vectors of size `embeddingDim` (parameter `weight`, N(0, 1)). */
-export class Embedding extends Module {
+/**
+ * What Embedding and EmbeddingBag share: the table's size, the lookup's options, and the
+ * parameter `weight`, a given one (PyTorch's `_weight`, used as it is) or N(0, 1) with the
+ * padding row, if any, zeroed.
+ */
+export abstract class _EmbeddingTable extends Module {
   readonly numEmbeddings: number;
   readonly embeddingDim: number;
   readonly paddingIdx: number | null;
@@ -86,25 +103,45 @@ export class Embedding extends Module {
   readonly scaleGradByFreq: boolean;
   weight: t.Tensor;
 
-  constructor(...args: Args<typeof EMBEDDING, EmbeddingParams>) {
+  /** `opts`: the subclass `cls`'s bound arguments; `trainable`: whether a given weight requires grad. */
+  constructor(cls: string, opts: TableParams, trainable: boolean) {
     super();
-    const opts = bind<EmbeddingParams>(EMBEDDING, args, 'Embedding');
     const { numEmbeddings, embeddingDim } = opts;
     this.numEmbeddings = numEmbeddings;
     this.embeddingDim = embeddingDim;
-    this.paddingIdx = paddingRow('Embedding', opts.paddingIdx ?? null, numEmbeddings);
+    this.paddingIdx = paddingRow(cls, opts.paddingIdx ?? null, numEmbeddings);
     this.maxNorm = opts.maxNorm ?? null;
     this.normType = opts.normType ?? 2;
     this.scaleGradByFreq = opts.scaleGradByFreq ?? false;
     const given = opts._weight ?? null;
     if (given !== null) {
-      checkWeight('Embedding', given, numEmbeddings, embeddingDim);
-      this.weight = this.registerParameter('weight', Parameter(given, !(opts._freeze ?? false)));
+      // As PyTorch's _weight: the tensor becomes the parameter, not re-initialized.
+      checkWeight(cls, given, numEmbeddings, embeddingDim);
+      this.weight = this.registerParameter('weight', Parameter(given, trainable));
     } else {
       const w = t.empty([numEmbeddings, embeddingDim], { dtype: opts.dtype, device: opts.device });
       this.weight = this.registerParameter('weight', Parameter(w));
       this.resetParameters();
     }
+  }
+
+  /** N(0, 1), with the padding row zeroed, as torch.nn.Embedding and EmbeddingBag. */
+  resetParameters(): void {
+    init.normal_(this.weight);
+    if (this.paddingIdx !== null) {
+      const row = this.paddingIdx;
+      t.tidy(() => {
+        t.select(this.weight.detach(), 0, row).fill_(0);
+      });
+    }
+  }
+}
+
+/** A lookup table of `numEmbeddings` vectors of size `embeddingDim` (parameter `weight`, N(0, 1)). */
+export class Embedding extends _EmbeddingTable {
+  constructor(...args: Args<typeof EMBEDDING, EmbeddingParams>) {
+    const opts = bind<EmbeddingParams>(EMBEDDING, args, 'Embedding');
+    super('Embedding', opts, !(opts._freeze ?? false));
   }
 
   /**
@@ -121,11 +158,6 @@ export class Embedding extends Module {
     if (embeddings.ndim !== 2) throw new RangeError('Embeddings parameter is expected to be 2-dimensional');
     const [rows, cols] = embeddings.shape;
     return new Embedding(rows, cols, { ...opts, weight: embeddings, freeze: opts.freeze ?? true });
-  }
-
-  /** N(0, 1), with the padding row zeroed, as torch.nn.Embedding. */
-  resetParameters(): void {
-    resetEmbedding(this.weight, this.paddingIdx);
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -145,89 +177,16 @@ export class Embedding extends Module {
   }
 }
 
-/** A given weight must be [numEmbeddings, embeddingDim]. */
-function checkWeight(cls: string, weight: t.Tensor, numEmbeddings: number, embeddingDim: number): void {
-  if (weight.ndim !== 2 || weight.shape[0] !== numEmbeddings || weight.shape[1] !== embeddingDim) {
-    throw new RangeError(
-      `${cls}: weight must be [${numEmbeddings}, ${embeddingDim}], got [${weight.shape.join(', ')}]`,
-    );
-  }
-}
-
-export interface EmbeddingBagModuleOptions extends FactoryOptions {
-  maxNorm?: number | null;
-  normType?: number;
-  scaleGradByFreq?: boolean;
-  /** Default 'mean'. */
-  mode?: 'sum' | 'mean' | 'max';
-  includeLastOffset?: boolean;
-  /** Row left out of every bag (and zero-initialised); negative counts from the end. */
-  paddingIdx?: number | null;
-  /** Sparse gradients are not supported by tsddp: false only. */
-  sparse?: boolean;
-  /** An initial weight [numEmbeddings, embeddingDim] (used as the parameter); PyTorch's `_weight`. */
-  weight?: t.Tensor | null;
-  /** PyTorch's name of weight. */
-  _weight?: t.Tensor | null;
-}
-
-const EMBEDDING_BAG = signature('EmbeddingBag', {
-  required: ['numEmbeddings', 'embeddingDim'],
-  optional: [
-    'maxNorm',
-    'normType',
-    'scaleGradByFreq',
-    'mode',
-    'sparse',
-    '_weight',
-    'includeLastOffset',
-    'paddingIdx',
-    'device',
-    'dtype',
-  ],
-  aliases: { weight: '_weight' },
-  ...NO_SPARSE,
-});
-type EmbeddingBagParams = { numEmbeddings: number; embeddingDim: number } & EmbeddingBagModuleOptions;
-
 /** Bags of embedding rows reduced by sum/mean/max (torch.nn.EmbeddingBag; parameter `weight`, N(0, 1)). */
-export class EmbeddingBag extends Module {
-  readonly numEmbeddings: number;
-  readonly embeddingDim: number;
-  readonly maxNorm: number | null;
-  readonly normType: number;
-  readonly scaleGradByFreq: boolean;
+export class EmbeddingBag extends _EmbeddingTable {
   readonly mode: 'sum' | 'mean' | 'max';
   readonly includeLastOffset: boolean;
-  readonly paddingIdx: number | null;
-  weight: t.Tensor;
 
   constructor(...args: Args<typeof EMBEDDING_BAG, EmbeddingBagParams>) {
-    super();
     const opts = bind<EmbeddingBagParams>(EMBEDDING_BAG, args, 'EmbeddingBag');
-    const { numEmbeddings, embeddingDim } = opts;
-    this.numEmbeddings = numEmbeddings;
-    this.embeddingDim = embeddingDim;
-    this.maxNorm = opts.maxNorm ?? null;
-    this.normType = opts.normType ?? 2;
-    this.scaleGradByFreq = opts.scaleGradByFreq ?? false;
+    super('EmbeddingBag', opts, true);
     this.mode = opts.mode ?? 'mean';
     this.includeLastOffset = opts.includeLastOffset ?? false;
-    this.paddingIdx = paddingRow('EmbeddingBag', opts.paddingIdx ?? null, numEmbeddings);
-    const given = opts._weight ?? null;
-    if (given !== null) {
-      // As PyTorch's _weight: the tensor becomes the parameter, not re-initialized.
-      checkWeight('EmbeddingBag', given, numEmbeddings, embeddingDim);
-      this.weight = this.registerParameter('weight', Parameter(given));
-    } else {
-      const w = t.empty([numEmbeddings, embeddingDim], { dtype: opts.dtype, device: opts.device });
-      this.weight = this.registerParameter('weight', Parameter(w));
-      this.resetParameters();
-    }
-  }
-
-  resetParameters(): void {
-    resetEmbedding(this.weight, this.paddingIdx);
   }
 
   override forward(

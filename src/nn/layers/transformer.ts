@@ -34,21 +34,14 @@ export interface TransformerLayerOptions extends FactoryOptions {
   bias?: boolean;
 }
 
-// PyTorch's signatures of the layers, the stacks and the Transformer.
-const LAYER_OPTIONAL = [
-  'dimFeedforward',
-  'dropout',
-  'activation',
-  'layerNormEps',
-  'batchFirst',
-  'normFirst',
-  'bias',
-  'device',
-  'dtype',
-] as const;
+// PyTorch's signatures of the layers, the stacks and the Transformer. The Transformer's
+// takes the layers' options (it passes them on), with its customEncoder/customDecoder
+// between the feed-forward ones and the rest.
+const FEEDFORWARD = ['dimFeedforward', 'dropout', 'activation'] as const;
+const LAYER_REST = ['layerNormEps', 'batchFirst', 'normFirst', 'bias', 'device', 'dtype'] as const;
 const LAYER = signature(['TransformerEncoderLayer', 'TransformerDecoderLayer'], {
   required: ['dModel', 'nhead'],
-  optional: LAYER_OPTIONAL,
+  optional: [...FEEDFORWARD, ...LAYER_REST],
 });
 type LayerParams = { dModel: number; nhead: number } & TransformerLayerOptions;
 const ENCODER = signature('TransformerEncoder', {
@@ -66,17 +59,10 @@ const TRANSFORMER = signature('Transformer', {
     'nhead',
     'numEncoderLayers',
     'numDecoderLayers',
-    'dimFeedforward',
-    'dropout',
-    'activation',
+    ...FEEDFORWARD,
     'customEncoder',
     'customDecoder',
-    'layerNormEps',
-    'batchFirst',
-    'normFirst',
-    'bias',
-    'device',
-    'dtype',
+    ...LAYER_REST,
   ],
 });
 
@@ -310,19 +296,34 @@ export interface TransformerEncoderForwardOptions {
 
 type EncoderParams = { encoderLayer: TransformerEncoderLayer; numLayers: number } & TransformerEncoderOptions;
 
-/** `numLayers` copies of `encoderLayer` (same initial values, as PyTorch's deepcopy) and an optional norm. */
-export class TransformerEncoder extends Module {
+/**
+ * What TransformerEncoder and TransformerDecoder share: `numLayers` copies of one layer
+ * (deep copies with the same initial values, PyTorch's _get_clones) and an optional norm
+ * after the last.
+ */
+export abstract class _TransformerStack extends Module {
   readonly numLayers: number;
   readonly layers: ModuleList;
   norm: Module | null;
 
-  constructor(...args: Args<typeof ENCODER, EncoderParams>) {
+  constructor(layer: Module, numLayers: number, norm: Module | null) {
     super();
-    const opts = bind<EncoderParams>(ENCODER, args, 'TransformerEncoder');
-    const { encoderLayer, numLayers } = opts;
-    this.layers = new ModuleList(Array.from({ length: numLayers }, () => deepCopyModule(encoderLayer)));
+    this.layers = new ModuleList(Array.from({ length: numLayers }, () => deepCopyModule(layer)));
     this.numLayers = numLayers;
-    this.norm = this.registerModule('norm', opts.norm ?? null);
+    this.norm = this.registerModule('norm', norm);
+  }
+
+  /** The last layer's output through the norm, if there is one. */
+  protected normed(out: t.Tensor): t.Tensor {
+    return this.norm === null ? out : this.norm.forward(out);
+  }
+}
+
+/** `numLayers` copies of `encoderLayer` and an optional norm (torch.nn.TransformerEncoder). */
+export class TransformerEncoder extends _TransformerStack {
+  constructor(...args: Args<typeof ENCODER, EncoderParams>) {
+    const opts = bind<EncoderParams>(ENCODER, args, 'TransformerEncoder');
+    super(opts.encoderLayer, opts.numLayers, opts.norm ?? null);
   }
 
   override forward(src: t.Tensor, opts: TransformerEncoderForwardOptions = {}): t.Tensor {
@@ -339,7 +340,7 @@ export class TransformerEncoder extends Module {
           srcKeyPaddingMask: kpm,
         });
       }
-      return this.norm === null ? out : this.norm.forward(out);
+      return this.normed(out);
     });
   }
 }
@@ -347,18 +348,10 @@ export class TransformerEncoder extends Module {
 type DecoderParams = { decoderLayer: TransformerDecoderLayer; numLayers: number; norm?: Module | null };
 
 /** `numLayers` copies of `decoderLayer` and an optional norm (torch.nn.TransformerDecoder). */
-export class TransformerDecoder extends Module {
-  readonly numLayers: number;
-  readonly layers: ModuleList;
-  norm: Module | null;
-
+export class TransformerDecoder extends _TransformerStack {
   constructor(...args: Args<typeof DECODER, DecoderParams>) {
-    super();
     const opts = bind<DecoderParams>(DECODER, args, 'TransformerDecoder');
-    const { decoderLayer, numLayers } = opts;
-    this.layers = new ModuleList(Array.from({ length: numLayers }, () => deepCopyModule(decoderLayer)));
-    this.numLayers = numLayers;
-    this.norm = this.registerModule('norm', opts.norm ?? null);
+    super(opts.decoderLayer, opts.numLayers, opts.norm ?? null);
   }
 
   override forward(tgt: t.Tensor, memory: t.Tensor, opts: TransformerDecoderForwardOptions = {}): t.Tensor {
@@ -374,7 +367,7 @@ export class TransformerDecoder extends Module {
       for (const layer of this.layers) {
         out = (layer as TransformerDecoderLayer).forward(out, memory, { ...opts, tgtMask, tgtIsCausal });
       }
-      return this.norm === null ? out : this.norm.forward(out);
+      return this.normed(out);
     });
   }
 }
@@ -416,12 +409,18 @@ export class Transformer extends Module {
 
   constructor(...args: Args<typeof TRANSFORMER, TransformerOptions>) {
     super();
-    const opts = bind<TransformerOptions>(TRANSFORMER, args, 'Transformer');
     // What is left once the Transformer's own arguments are taken is the layers' options.
-    const { dModel = 512, nhead = 8, numEncoderLayers = 6, numDecoderLayers = 6, ...rest } = opts;
-    const { customEncoder, customDecoder, ...layerOpts } = rest;
-    const factory = { dtype: opts.dtype, device: opts.device };
-    const normOpts = { eps: opts.layerNormEps ?? 1e-5, bias: opts.bias ?? true, ...factory };
+    const {
+      dModel = 512,
+      nhead = 8,
+      numEncoderLayers = 6,
+      numDecoderLayers = 6,
+      customEncoder,
+      customDecoder,
+      ...layerOpts
+    } = bind<TransformerOptions>(TRANSFORMER, args, 'Transformer');
+    const factory = { dtype: layerOpts.dtype, device: layerOpts.device };
+    const normOpts = { eps: layerOpts.layerNormEps ?? 1e-5, bias: layerOpts.bias ?? true, ...factory };
     this.encoder =
       customEncoder ??
       new TransformerEncoder(new TransformerEncoderLayer(dModel, nhead, layerOpts), numEncoderLayers, {
@@ -435,7 +434,7 @@ export class Transformer extends Module {
     this.resetParameters();
     this.dModel = dModel;
     this.nhead = nhead;
-    this.batchFirst = opts.batchFirst ?? false;
+    this.batchFirst = layerOpts.batchFirst ?? false;
   }
 
   /** xavier_uniform_ on every parameter with more than one dim (PyTorch's _reset_parameters). */
