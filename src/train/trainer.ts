@@ -78,7 +78,7 @@ export class Trainer {
     this.lastCheckpoint = resume && { step: resume.step, dir: resume.dir };
     this.pendingEval = (resume?.evalPending ?? false) && plan.loop.evalEvery > 0;
     try {
-      const log = (line: string) => this.log(line);
+      const log = (line: string) => this.runLog.log(line);
       this.at = new RunPosition(plan, parts.loaders, this.worldSize, parts.stepsPerEpoch, resume, log);
     } catch (e) {
       this.runLog.close(); // a resume position that cannot be (a bad re-shard): the rank file closes
@@ -107,9 +107,9 @@ export class Trainer {
     const { at } = this;
     let finished = false;
     try {
-      this.log(describeRun(this.parts, this.at.stepsPerEpoch));
+      this.runLog.log(describeRun(this.parts, this.at.stepsPerEpoch));
       if (this.pendingEval) {
-        this.log(
+        this.runLog.log(
           `the evaluation after step ${at.step} did not finish in the run that saved ${this.resumedFrom}: running it`,
         );
         await this.evaluate();
@@ -237,10 +237,6 @@ export class Trainer {
     const lr = this.optimizer.paramGroups[0].lr;
     const run = { steps, epochs, startStep, resumedFrom, lastLoss, lastEval, checkpoints };
     return { rank, worldSize, ...run, wallSec, imagesPerSec, lr };
-  }
-
-  private log(line: string): void {
-    this.runLog.log(line);
   }
 
   /**
