@@ -905,3 +905,30 @@ test("the containers take their entries (and refuse more); Identity takes anythi
     assert.ok(new nn.Identity(54, { unusedArgument1: 0.1 }) instanceof nn.Identity);
   });
 });
+
+test('forward() options are taken by name: a positional mask is refused by name, never read as no options', () => {
+  const mha = new nn.MultiheadAttention(4, 2);
+  const q = t.ones([3, 1, 4]);
+  const mask = t.zeros([1, 3], { dtype: 'bool' });
+  assert.throws(
+    () => mha.forward(q, q, q, mask as never),
+    /MultiheadAttention\.forward: its optional arguments are given by name .*keyPaddingMask.*got Tensor/,
+  );
+  assert.throws(
+    () => mha.forward(q, q, q, { keyPaddingMsk: mask } as never),
+    /unknown option 'keyPaddingMsk'/,
+  );
+  assert.deepEqual(mha.forward(q, q, q, { keyPaddingMask: mask })[0].shape, [3, 1, 4]);
+  const layer = new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8 });
+  const stack = new nn.TransformerEncoder(layer, 1);
+  assert.throws(() => layer.forward(q, mask as never), /TransformerEncoderLayer\.forward: .*srcMask/);
+  assert.throws(() => stack.forward(q, mask as never), /TransformerEncoder\.forward: .*mask/);
+  const model = new nn.Transformer({
+    dModel: 4,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 1,
+    dimFeedforward: 8,
+  });
+  assert.throws(() => model.forward(q, q, mask as never), /Transformer\.forward: .*srcMask/);
+});

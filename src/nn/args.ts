@@ -125,6 +125,29 @@ export function isOptionsObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
+ * The options object of a forward() whose optional arguments are taken by name only
+ * (MultiheadAttention, the Transformer layers): a tensor or anything else in its place
+ * (PyTorch's positional key_padding_mask, say) and a name it does not know are refused,
+ * naming them, rather than read as empty options.
+ */
+export function forwardOptions<O extends object>(
+  opts: O | undefined,
+  fn: string,
+  names: readonly string[],
+): O {
+  if (opts === undefined) return {} as O;
+  if (!isOptionsObject(opts))
+    throw new TypeError(
+      `${fn}: its optional arguments are given by name in an options object ({ ${names.join(', ')} }), ` +
+        `got ${opts instanceof Object ? opts.constructor.name : typeof opts} in their place`,
+    );
+  for (const k of Object.keys(opts))
+    if (!names.includes(k))
+      throw new TypeError(`${fn}: unknown option '${k}' (it takes ${names.join(', ')})`);
+  return opts;
+}
+
+/**
  * Binds the arguments of a call to the signature's parameter names, as Python binds a
  * call: positional arguments by position, then the trailing options object by name
  * (aliases resolved to the parameter). `undefined` counts as not given. Throws a

@@ -2,7 +2,7 @@
 // (in_proj_weight, in_proj_bias, out_proj.*, or q/k/v_proj_weight when the key/value
 // dims differ; bias_k/bias_v), init, and its non-fast-path computation.
 import * as t from '../../core/index.ts';
-import { type Args, bind, signature } from '../args.ts';
+import { type Args, bind, forwardOptions, signature } from '../args.ts';
 import type { AttentionResult } from '../functional/attention.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
@@ -28,6 +28,9 @@ export interface MultiheadAttentionOptions extends FactoryOptions {
   /** Input and output are [N, L, E] instead of [L, N, E]. Default false. */
   batchFirst?: boolean;
 }
+
+/** MultiheadAttentionForwardOptions' names, PyTorch's optional forward arguments. */
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'needWeights', 'attnMask', 'averageAttnWeights', 'isCausal'];
 
 export interface MultiheadAttentionForwardOptions {
   /** [N, S] (or [S]); bool true or float -inf marks padded keys. */
@@ -157,8 +160,9 @@ export class MultiheadAttention extends Module {
     query: t.Tensor,
     key: t.Tensor,
     value: t.Tensor,
-    opts: MultiheadAttentionForwardOptions = {},
+    options?: MultiheadAttentionForwardOptions,
   ): AttentionResult {
+    const opts = forwardOptions(options, 'MultiheadAttention.forward', MHA_FORWARD_OPTIONS);
     return t.tidy(() => {
       const keyPaddingMask = F.canonicalMask(opts.keyPaddingMask ?? null, 'key_padding_mask', query.dtype);
       const attnMask = F.canonicalMask(opts.attnMask ?? null, 'attn_mask', query.dtype);

@@ -3,7 +3,7 @@
 // init and computation. PyTorch's inference fast paths (fused encoder layer, nested
 // tensors) are not taken: the general computation always runs.
 import * as t from '../../core/index.ts';
-import { type Args, bind, signature } from '../args.ts';
+import { type Args, bind, forwardOptions, signature } from '../args.ts';
 import { deepCopyModule } from '../copy.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
@@ -196,8 +196,13 @@ export class TransformerEncoderLayer extends _TransformerLayer {
   /** src [L, N, E] ([N, L, E] batch-first, or [L, E]); srcMask [L, L] or [N·nhead, L, L]; srcKeyPaddingMask [N, L]. */
   override forward(
     src: t.Tensor,
-    opts: { srcMask?: t.Tensor | null; srcKeyPaddingMask?: t.Tensor | null; isCausal?: boolean } = {},
+    options?: { srcMask?: t.Tensor | null; srcKeyPaddingMask?: t.Tensor | null; isCausal?: boolean },
   ): t.Tensor {
+    const opts = forwardOptions(options, 'TransformerEncoderLayer.forward', [
+      'srcMask',
+      'srcKeyPaddingMask',
+      'isCausal',
+    ]);
     return t.tidy(() => {
       const kpm = F.canonicalMask(opts.srcKeyPaddingMask ?? null, 'src_key_padding_mask', src.dtype);
       const mask = F.canonicalMask(opts.srcMask ?? null, 'src_mask', src.dtype);
@@ -227,7 +232,8 @@ export class TransformerDecoderLayer extends _TransformerLayer {
   }
 
   /** tgt [T, N, E] and memory [S, N, E] (batch-first [N, T, E], [N, S, E]); masks as MultiheadAttention's. */
-  override forward(tgt: t.Tensor, memory: t.Tensor, opts: TransformerDecoderForwardOptions = {}): t.Tensor {
+  override forward(tgt: t.Tensor, memory: t.Tensor, options?: TransformerDecoderForwardOptions): t.Tensor {
+    const opts = forwardOptions(options, 'TransformerDecoderLayer.forward', DECODER_FORWARD_OPTIONS);
     return t.tidy(() => {
       const tgtMask = opts.tgtMask ?? null;
       const tgtKpm = opts.tgtKeyPaddingMask ?? null;
@@ -263,6 +269,16 @@ export class TransformerDecoderLayer extends _TransformerLayer {
     return this.sub<Dropout>('dropout2').forward(y);
   }
 }
+
+/** TransformerDecoderForwardOptions' names, PyTorch's optional forward arguments. */
+const DECODER_FORWARD_OPTIONS = [
+  'tgtMask',
+  'memoryMask',
+  'tgtKeyPaddingMask',
+  'memoryKeyPaddingMask',
+  'tgtIsCausal',
+  'memoryIsCausal',
+];
 
 export interface TransformerDecoderForwardOptions {
   tgtMask?: t.Tensor | null;
@@ -326,7 +342,12 @@ export class TransformerEncoder extends _TransformerStack {
     super(opts.encoderLayer, opts.numLayers, opts.norm ?? null);
   }
 
-  override forward(src: t.Tensor, opts: TransformerEncoderForwardOptions = {}): t.Tensor {
+  override forward(src: t.Tensor, options?: TransformerEncoderForwardOptions): t.Tensor {
+    const opts = forwardOptions(options, 'TransformerEncoder.forward', [
+      'mask',
+      'srcKeyPaddingMask',
+      'isCausal',
+    ]);
     return t.tidy(() => {
       const kpm = F.canonicalMask(opts.srcKeyPaddingMask ?? null, 'src_key_padding_mask', src.dtype);
       const mask = F.canonicalMask(opts.mask ?? null, 'mask', src.dtype);
@@ -354,7 +375,8 @@ export class TransformerDecoder extends _TransformerStack {
     super(opts.decoderLayer, opts.numLayers, opts.norm ?? null);
   }
 
-  override forward(tgt: t.Tensor, memory: t.Tensor, opts: TransformerDecoderForwardOptions = {}): t.Tensor {
+  override forward(tgt: t.Tensor, memory: t.Tensor, options?: TransformerDecoderForwardOptions): t.Tensor {
+    const opts = forwardOptions(options, 'TransformerDecoder.forward', DECODER_FORWARD_OPTIONS);
     return t.tidy(() => {
       const first = this.layers.get(0) as TransformerDecoderLayer;
       const tgtMask = opts.tgtMask ?? null;
@@ -443,7 +465,18 @@ export class Transformer extends Module {
   }
 
   /** src [S, N, E] and tgt [T, N, E] (batch-first [N, S, E], [N, T, E]) to the decoder's output [T, N, E]. */
-  override forward(src: t.Tensor, tgt: t.Tensor, opts: TransformerForwardOptions = {}): t.Tensor {
+  override forward(src: t.Tensor, tgt: t.Tensor, options?: TransformerForwardOptions): t.Tensor {
+    const opts = forwardOptions(options, 'Transformer.forward', [
+      'srcMask',
+      'tgtMask',
+      'memoryMask',
+      'srcKeyPaddingMask',
+      'tgtKeyPaddingMask',
+      'memoryKeyPaddingMask',
+      'srcIsCausal',
+      'tgtIsCausal',
+      'memoryIsCausal',
+    ]);
     const batched = src.ndim === 3;
     const b = this.batchFirst ? 0 : 1;
     if (batched && src.shape[b] !== tgt.shape[b])
