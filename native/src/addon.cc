@@ -45,6 +45,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initRandom(env, exports);
   initProfiler(env, exports);
   initProcessGroup(env, exports);
+  initCollectives(env, exports);
+  initDifferentiableAllReduce(env, exports);
   initReducer(env, exports);
 #ifdef TSDDP_CUDA
   initCuda(env, exports);

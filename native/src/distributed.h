@@ -7,6 +7,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <chrono>
+#include <functional>
+#include <optional>
+
 namespace tsddp {
 
 // Handle tables: small integer handles, like tensors. Entries are cleared on destroy.
@@ -39,6 +43,23 @@ Table<c10d::ProcessGroup>& processGroups();
 Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
                                 const std::string& op);
 
+// As promiseFromFuture, for a Work that may have no future (Gloo's send/recv/reduce_scatter):
+// then a short-lived thread waits on it.
+Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op);
+// Runs `body` on a short-lived thread; the promise settles with its result (a number, or
+// undefined) or its exception. For the blocking calls of c10d (monitoredBarrier).
+Napi::Promise promiseFromThread(Napi::Env env, std::function<void()> body, const std::string& op);
+Napi::Promise promiseFromThreadInt(Napi::Env env, std::function<std::optional<int64_t>()> body, const std::string& op);
+
+// Arguments shared by the collective bindings.
+std::chrono::milliseconds msArg(const Napi::Value& v, int64_t fallback);
+std::string strArg(const Napi::Value& v, const char* what);
+const at::Tensor& tensorArg(const Napi::Value& v, const char* what);
+std::vector<at::Tensor> tensorsArg(const Napi::Value& v, const char* what);
+c10d::ReduceOp reduceOpArg(const Napi::Value& v);
+
+void initCollectives(Napi::Env env, Napi::Object exports);
+void initDifferentiableAllReduce(Napi::Env env, Napi::Object exports);
 void initProcessGroup(Napi::Env env, Napi::Object exports);
 void initReducer(Napi::Env env, Napi::Object exports);
 

@@ -15,6 +15,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #ifdef TSDDP_CUDA
@@ -42,6 +44,7 @@ struct Settlement {
   uint32_t id;
   bool ok;
   std::string error;
+  std::optional<int64_t> value;  // a future's int result (recv's source rank)
 };
 
 struct PromiseBridge {
@@ -66,7 +69,7 @@ void settle(Napi::Env env, Napi::Function, Settlement* s) {
   auto it = b.pending.find(s->id);
   if (it != b.pending.end()) {
     if (s->ok) {
-      it->second.Resolve(env.Undefined());
+      it->second.Resolve(s->value ? Napi::Number::New(env, static_cast<double>(*s->value)) : env.Undefined());
     } else {
       auto err = Napi::Error::New(env, s->error);
       it->second.Reject(err.Value());
@@ -78,45 +81,6 @@ void settle(Napi::Env env, Napi::Function, Settlement* s) {
 }
 
 }  // namespace
-
-Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
-                                const std::string& op) {
-  auto& b = bridge(env);
-  uint32_t id = b.nextId++;
-  auto deferred = Napi::Promise::Deferred::New(env);
-  auto promise = deferred.Promise();
-  if (b.pending.empty()) b.tsfn.Ref(env);
-  b.pending.emplace(id, std::move(deferred));
-  Napi::ThreadSafeFunction tsfn = b.tsfn;
-  future->addCallback([tsfn, id, op](c10::ivalue::Future& f) mutable {
-    auto* s = new Settlement{id, !f.hasError(), ""};
-    if (f.hasError()) s->error = op + ": " + f.tryRetrieveErrorMessage();
-    if (tsfn.NonBlockingCall(s, settle) != napi_ok) delete s;
-  });
-  return promise;
-}
-
-// Some Gloo works (reduce_scatter) implement wait() but not getFuture(): for those a
-// short-lived thread waits and settles the promise through the same bridge.
-Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) {
-  c10::intrusive_ptr<c10::ivalue::Future> future;
-  try {
-    future = work->getFuture();
-  } catch (const c10::Error&) {
-    future = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
-    std::thread([work, future] {
-      try {
-        work->wait();
-        future->markCompleted(c10::IValue());
-      } catch (...) {
-        future->setError(std::current_exception());
-      }
-    }).detach();
-  }
-  return promiseFromFuture(env, future, op);
-}
-
-namespace {
 
 std::chrono::milliseconds msArg(const Napi::Value& v, int64_t fallback) {
   return std::chrono::milliseconds(v.IsNumber() ? v.As<Napi::Number>().Int64Value() : fallback);
@@ -138,6 +102,74 @@ std::vector<at::Tensor> tensorsArg(const Napi::Value& v, const char* what) {
   for (uint32_t i = 0; i < arr.Length(); ++i) out.push_back(tensorArg(arr.Get(i), what));
   return out;
 }
+
+// torch.distributed.ReduceOp by its value in src/distributed/process-group.ts (PREMUL_SUM,
+// which carries a factor, is not offered).
+c10d::ReduceOp reduceOpArg(const Napi::Value& v) {
+  std::string s = strArg(v, "reduce op");
+  if (s == "sum") return c10d::ReduceOp::SUM;
+  if (s == "product") return c10d::ReduceOp::PRODUCT;
+  if (s == "min") return c10d::ReduceOp::MIN;
+  if (s == "max") return c10d::ReduceOp::MAX;
+  if (s == "avg") return c10d::ReduceOp::AVG;
+  if (s == "band") return c10d::ReduceOp::BAND;
+  if (s == "bor") return c10d::ReduceOp::BOR;
+  if (s == "bxor") return c10d::ReduceOp::BXOR;
+  throw Napi::TypeError::New(v.Env(),
+                             "reduce op must be one of sum, avg, product, min, max, band, bor, bxor; got '" + s + "'");
+}
+
+Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
+                                const std::string& op) {
+  auto& b = bridge(env);
+  uint32_t id = b.nextId++;
+  auto deferred = Napi::Promise::Deferred::New(env);
+  auto promise = deferred.Promise();
+  if (b.pending.empty()) b.tsfn.Ref(env);
+  b.pending.emplace(id, std::move(deferred));
+  Napi::ThreadSafeFunction tsfn = b.tsfn;
+  future->addCallback([tsfn, id, op](c10::ivalue::Future& f) mutable {
+    auto* s = new Settlement{id, !f.hasError(), "", std::nullopt};
+    if (f.hasError()) s->error = op + ": " + f.tryRetrieveErrorMessage();
+    else if (f.value().isInt()) s->value = f.value().toInt();
+    if (tsfn.NonBlockingCall(s, settle) != napi_ok) delete s;
+  });
+  return promise;
+}
+
+// Some Gloo works (reduce_scatter, send, recv) implement wait() but not getFuture(): for
+// those a short-lived thread waits and settles the promise through the same bridge.
+Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const c10::Error&) {
+    return promiseFromThread(env, [work] { work->wait(); }, op);
+  }
+  return promiseFromFuture(env, future, op);
+}
+
+Napi::Promise promiseFromThreadInt(Napi::Env env, std::function<std::optional<int64_t>()> body, const std::string& op) {
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::AnyType::get());
+  std::thread([body = std::move(body), future] {
+    try {
+      auto v = body();
+      future->markCompleted(v ? c10::IValue(*v) : c10::IValue());
+    } catch (...) {
+      future->setError(std::current_exception());
+    }
+  }).detach();
+  return promiseFromFuture(env, future, op);
+}
+
+Napi::Promise promiseFromThread(Napi::Env env, std::function<void()> body, const std::string& op) {
+  return promiseFromThreadInt(env, [body = std::move(body)] {
+    body();
+    return std::optional<int64_t>();
+  }, op);
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // Stores
@@ -305,7 +337,8 @@ c10::intrusive_ptr<c10d::Backend> makeGloo(const c10::intrusive_ptr<c10d::Store>
 }
 
 // processGroupNew(storeHandle, rank, size, backends, timeoutMs, hostname?, prefix?, interfaces?,
-// cudaDevice?) -> handle. `backends` is 'gloo', 'nccl' or 'gloo,nccl' (torch.distributed's
+// cudaDevice?, groupName?) -> handle. groupName is torch.distributed's ("0" for the default
+// group, then "1", "2", ... in the order new_group is called). `backends` is 'gloo', 'nccl' or 'gloo,nccl' (torch.distributed's
 // "cpu:gloo,cuda:nccl"). `interfaces` (GLOO_SOCKET_IFNAME: comma-separated) gives one Gloo
 // device per interface and wins over `hostname`. `cudaDevice` (>= 0) connects NCCL
 // eagerly on that device, as init_process_group's device_id.
@@ -323,6 +356,7 @@ Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
   std::string prefixName = info.Length() > 6 && info[6].IsString() ? info[6].As<Napi::String>().Utf8Value() : "default_pg";
   std::string interfaces = info.Length() > 7 && info[7].IsString() ? info[7].As<Napi::String>().Utf8Value() : "";
   int cudaDevice = info.Length() > 8 && info[8].IsNumber() ? info[8].As<Napi::Number>().Int32Value() : -1;
+  std::string groupName = info.Length() > 9 && info[9].IsString() ? info[9].As<Napi::String>().Utf8Value() : "0";
   bool useGloo = backends == "gloo" || backends == "gloo,nccl";
   bool useNccl = backends == "nccl" || backends == "gloo,nccl";
   return guarded(env, what, [&]() -> Napi::Value {
@@ -349,8 +383,8 @@ Napi::Value ProcessGroupNew(const Napi::CallbackInfo& info) {
       if (cudaDevice >= 0) pg->setBoundDeviceId(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cudaDevice)));
     }
 #endif
-    pg->setGroupName("0");
-    pg->setGroupDesc("default_pg");
+    pg->setGroupName(groupName);
+    pg->setGroupDesc(groupName == "0" ? "default_pg" : "undefined");
     return Napi::Number::New(env, processGroups().put(pg));
   });
 }
@@ -363,22 +397,6 @@ Napi::Value ProcessGroupDestroy(const Napi::CallbackInfo& info) {
     pg->shutdown();
     return info.Env().Undefined();
   });
-}
-
-// torch.distributed.ReduceOp by its value in src/distributed/process-group.ts (PREMUL_SUM,
-// which carries a factor, is not offered).
-c10d::ReduceOp reduceOpArg(const Napi::Value& v) {
-  std::string s = strArg(v, "allReduce");
-  if (s == "sum") return c10d::ReduceOp::SUM;
-  if (s == "product") return c10d::ReduceOp::PRODUCT;
-  if (s == "min") return c10d::ReduceOp::MIN;
-  if (s == "max") return c10d::ReduceOp::MAX;
-  if (s == "avg") return c10d::ReduceOp::AVG;
-  if (s == "band") return c10d::ReduceOp::BAND;
-  if (s == "bor") return c10d::ReduceOp::BOR;
-  if (s == "bxor") return c10d::ReduceOp::BXOR;
-  throw Napi::TypeError::New(v.Env(),
-                             "reduce op must be one of sum, avg, product, min, max, band, bor, bxor; got '" + s + "'");
 }
 
 // allReduce(pg, tensor, op, timeoutMs?) -> Promise<void>

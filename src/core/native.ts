@@ -110,6 +110,7 @@ export interface NativeAddon {
     prefix?: string,
     interfaces?: string,
     cudaDevice?: number,
+    groupName?: string,
   ): number;
   processGroupDestroy(pg: number): void;
   allReduce(pg: number, tensor: number, op: string, timeoutMs?: number): Promise<void>;
@@ -117,6 +118,32 @@ export interface NativeAddon {
   allGather(pg: number, outputs: number[], input: number, timeoutMs?: number): Promise<void>;
   reduceScatter(pg: number, output: number, inputs: number[], op: string, timeoutMs?: number): Promise<void>;
   barrier(pg: number, timeoutMs?: number): Promise<void>;
+  send(pg: number, tensor: number, dst: number, tag: number): Promise<void>;
+  /** Resolves with the sender's group rank (src -1: any sender). */
+  recv(pg: number, tensor: number, src: number, tag: number): Promise<number>;
+  allToAllSingle(
+    pg: number,
+    output: number,
+    input: number,
+    outputSplits: number[],
+    inputSplits: number[],
+    timeoutMs?: number,
+  ): Promise<void>;
+  allToAll(pg: number, outputs: number[], inputs: number[], timeoutMs?: number): Promise<void>;
+  gather(pg: number, outputs: number[], input: number, root: number, timeoutMs?: number): Promise<void>;
+  scatter(pg: number, output: number, inputs: number[], root: number, timeoutMs?: number): Promise<void>;
+  reduce(pg: number, tensor: number, root: number, op: string, timeoutMs?: number): Promise<void>;
+  allGatherIntoTensor(pg: number, output: number, input: number, timeoutMs?: number): Promise<void>;
+  reduceScatterTensor(pg: number, output: number, input: number, op: string, timeoutMs?: number): Promise<void>;
+  allReduceCoalesced(pg: number, tensors: number[], op: string, timeoutMs?: number): Promise<void>;
+  allGatherCoalesced(pg: number, outputs: number[][], inputs: number[], timeoutMs?: number): Promise<void>;
+  monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean): Promise<void>;
+  /** c10d's debug level: 0 OFF, 1 INFO, 2 DETAIL. */
+  debugLevel(): number;
+  /** Sets it; -1 reads TORCH_DISTRIBUTED_DEBUG. */
+  setDebugLevel(level: number): void;
+  /** The sum over the group's ranks, differentiable (backward all-reduces the gradient); blocks. */
+  allReduceSumAutograd(pg: number, tensor: number): number;
   // distributed: DDP engine (c10d::Reducer + c10d::Logger)
   verifyParams(pg: number, params: number[]): void;
   broadcastCoalesced(pg: number, tensors: number[], bufferBytes: number, src: number): void;

@@ -1,14 +1,65 @@
+export {
+  allGather,
+  allGatherCoalesced,
+  allGatherIntoTensor,
+  allReduce,
+  allReduceCoalesced,
+  allToAll,
+  allToAllSingle,
+  barrier,
+  batchIsendIrecv,
+  broadcast,
+  type CollectiveOptions,
+  gather,
+  irecv,
+  isend,
+  type MonitoredBarrierOptions,
+  monitoredBarrier,
+  P2POp,
+  type P2POptions,
+  type RootOptions,
+  recv,
+  reduce,
+  reduceScatter,
+  reduceScatterTensor,
+  scatter,
+  send,
+} from './collectives.ts';
 export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
 export { type DistEnv, readDistEnv } from './env.ts';
 export { DistributedError, explainPeerFault } from './errors.ts';
+export {
+  getBackend,
+  getBackendConfig,
+  getGlobalRank,
+  getGroupRank,
+  getPgCount,
+  getProcessGroupRanks,
+  type NewGroupOptions,
+  newGroup,
+  newSubgroups,
+  newSubgroupsByEnumeration,
+} from './groups.ts';
+export {
+  DebugLevel,
+  getDebugLevel,
+  getDefaultBackendForDevice,
+  getNodeLocalRank,
+  isAvailable,
+  isBackendAvailable,
+  isGlooAvailable,
+  isMpiAvailable,
+  isNcclAvailable,
+  isTorchelasticLaunched,
+  isUccAvailable,
+  isXcclAvailable,
+  setDebugLevel,
+  setDebugLevelFromEnv,
+  supportsComplex,
+} from './info.ts';
 export type { PowerSGDOptions, PowerSGDStats } from './powersgd.ts';
 export {
-  allGather,
-  allReduce,
   type Backend,
-  barrier,
-  broadcast,
-  type CollectiveOptions,
   destroyProcessGroup,
   getDefaultGroup,
   getRank,
@@ -18,7 +69,6 @@ export {
   isInitialized,
   ProcessGroup,
   ReduceOp,
-  reduceScatter,
   Work,
 } from './process-group.ts';
 export { Store } from './store.ts';

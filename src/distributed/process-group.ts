@@ -2,7 +2,6 @@
 // TCPStore or FileStore, the backend and a c10d::ProcessGroup in libtorch.
 import { native } from '../core/native.ts';
 import { cuda } from '../core/runtime.ts';
-import type { Tensor } from '../core/tensor.ts';
 import { type DistEnv, isLoopback, readDistEnv } from './env.ts';
 import { DistributedError } from './errors.ts';
 import { Store } from './store.ts';
@@ -57,9 +56,21 @@ export class ProcessGroup {
      * PyTorch's, or the PyTorch ranks would wait for ones they never join.
      */
     readonly allTsddp = true,
+    /** The members' global ranks, in group-rank order (torch's get_process_group_ranks). */
+    readonly ranks: readonly number[] = Array.from({ length: size }, (_, r) => r),
+    /** torch.distributed's name of the group: '0' for the default group, then '1', '2', ... */
+    readonly name = '0',
   ) {}
 
-  /** Shuts this group down and closes its store, as destroyProcessGroup(group). Idempotent. */
+  /** Whether this process is in the group (newGroup gives non-members a group with rank -1). */
+  get isMember(): boolean {
+    return this.rank >= 0;
+  }
+
+  /**
+   * Shuts this group down, as destroyProcessGroup(group): the default group closes its
+   * store and every group made from it. Idempotent.
+   */
   close(): void {
     destroyProcessGroup(this);
   }
@@ -69,7 +80,11 @@ export class ProcessGroup {
   }
 }
 
-/** The handle of an asynchronous collective; `await` it (or its wait()) for completion. */
+/**
+ * The handle of a collective, as PyTorch's with async_op=True: `await` it (or its wait())
+ * for completion. Every collective returns one; awaiting it at once is PyTorch's default
+ * async_op=False.
+ */
 export class Work implements PromiseLike<void> {
   private done = false;
   private readonly promise: Promise<void>;
@@ -103,6 +118,32 @@ export class Work implements PromiseLike<void> {
 }
 
 let defaultGroup: ProcessGroup | null = null;
+
+/** How the default group was made, which newGroup repeats for each new group. */
+export interface WorldInit {
+  backends: string;
+  hostname: string;
+  interfaces: string;
+  cudaDevice: number;
+  /**
+   * The default group's store prefix, under which each new group's name goes (PyTorch's
+   * new_group uses the default group's prefixed store: 'default_pg/0/' + '/1/').
+   */
+  storeBase: string;
+  /** Groups made so far, the default group included: the next group's name. */
+  groupCount: number;
+  /** Groups made by newGroup, destroyed with the default group. */
+  subgroups: ProcessGroup[];
+}
+
+let world: WorldInit | null = null;
+
+/** The default group's construction, for newGroup. */
+export function worldInit(): WorldInit {
+  if (!world || !defaultGroup)
+    throw new DistributedError('no process group: call initProcessGroup() first', 'collective', -1);
+  return world;
+}
 
 /** torch.distributed's store prefix of the default group: PrefixStore("default_pg") over PrefixStore("0/"). */
 const PYTORCH_DEFAULT_PREFIX = 'default_pg/0/';
@@ -300,9 +341,11 @@ export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
     prefix,
     interfaces,
     cudaDevice,
+    '0',
   );
   const allTsddp = store.add(membersKey, 0) >= worldSize;
   defaultGroup = new ProcessGroup(h, rank, worldSize, backend, store, timeoutMs, allTsddp);
+  world = { backends, hostname, interfaces, cudaDevice, storeBase: prefix, groupCount: 1, subgroups: [] };
   return defaultGroup;
 }
 
@@ -310,150 +353,44 @@ export function isInitialized(): boolean {
   return defaultGroup !== null;
 }
 
-function group(g?: ProcessGroup): ProcessGroup {
+/** `g`, or the default group; throws when there is none. */
+export function resolveGroup(g?: ProcessGroup | null): ProcessGroup {
   const pg = g ?? defaultGroup;
   if (!pg) throw new DistributedError('no process group: call initProcessGroup() first', 'collective', -1);
   return pg;
 }
 
 export function getDefaultGroup(): ProcessGroup {
-  return group();
+  return resolveGroup();
 }
 
+/** This process's rank in `group` (default: the world); -1 when it is not a member, as PyTorch's. */
 export function getRank(g?: ProcessGroup): number {
-  return group(g).rank;
+  return resolveGroup(g).rank;
 }
 
+/** The number of ranks in `group` (default: the world); -1 when this process is not a member. */
 export function getWorldSize(g?: ProcessGroup): number {
-  return group(g).size;
+  const pg = resolveGroup(g);
+  return pg.isMember ? pg.size : -1;
 }
 
 /** Groups already shut down: destroying one twice does nothing. */
 const destroyed = new WeakSet<ProcessGroup>();
 
+/**
+ * Shuts `group` down, as torch.distributed.destroy_process_group: without one (or with the
+ * default group) every group, the default group last, and its store.
+ */
 export function destroyProcessGroup(g?: ProcessGroup): void {
-  const pg = group(g);
-  if (pg === defaultGroup) defaultGroup = null;
+  const pg = resolveGroup(g);
+  if (pg === defaultGroup) {
+    for (const sub of world?.subgroups ?? []) destroyProcessGroup(sub);
+    defaultGroup = null;
+    world = null;
+  }
   if (destroyed.has(pg)) return;
   destroyed.add(pg);
-  native.processGroupDestroy(pg.h);
-  pg.store.close();
-}
-
-export interface CollectiveOptions {
-  group?: ProcessGroup;
-  timeoutMs?: number;
-}
-
-const REDUCE_OPS = new Set<unknown>(Object.values(ReduceOp));
-
-/** Refuses an op that is not a ReduceOp (or its string), before any rank waits on it. */
-function checkOp(op: unknown, what: string): void {
-  if (REDUCE_OPS.has(op)) return;
-  const got = typeof op === 'string' ? `'${op}'` : String(op);
-  throw new TypeError(
-    `${what}(): op must be one of ${[...REDUCE_OPS].join(', ')} (the values of ReduceOp), got ${got}`,
-  );
-}
-
-/** c10's names of the integer and bool dtypes, as PyTorch's messages spell them. */
-const C10_INTEGRAL: Partial<Record<string, string>> = {
-  uint8: 'Byte',
-  int8: 'Char',
-  int16: 'Short',
-  int32: 'Int',
-  int64: 'Long',
-  bool: 'Bool',
-};
-
-/**
- * Refuses AVG of an integer or bool tensor on Gloo before it runs. PyTorch's Gloo fails
- * the same way, but only inside the collective (it sums, then divides by the world size
- * in place), and that failed work can still be pending when the next collective of the
- * group waits on its predecessors, which then fails too. Refused up front, nothing
- * reaches the group; the message carries PyTorch's words (docs/reliability.md R46).
- */
-function checkAvg(op: ReduceOp, tensor: Tensor, pg: ProcessGroup, what: string): void {
-  if (op !== ReduceOp.AVG || (pg.backend !== 'gloo' && tensor.isCuda)) return;
-  const c10 = C10_INTEGRAL[tensor.dtype];
-  if (c10 === undefined) return;
-  throw new TypeError(
-    `${what}(): ReduceOp.AVG on Gloo needs a floating-point tensor, got ${tensor.dtype} ` +
-      `(result type Float can't be cast to the desired output type ${c10})`,
-  );
-}
-
-/** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
-export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: CollectiveOptions = {}): Work {
-  const pg = group(opts.group);
-  checkOp(op, 'allReduce');
-  checkAvg(op, tensor, pg, 'allReduce');
-  return new Work(native.allReduce(pg.h, tensor.h, op, opts.timeoutMs), 'allReduce', pg.rank);
-}
-
-/** Copies `tensor` from rank `src` to every rank, in place. */
-export function broadcast(tensor: Tensor, src: number, opts: CollectiveOptions = {}): Work {
-  const pg = group(opts.group);
-  checkRank(src, pg, 'broadcast');
-  return new Work(native.broadcast(pg.h, tensor.h, src, opts.timeoutMs), 'broadcast', pg.rank);
-}
-
-/** Fills `outputs[r]` with rank r's `input` (outputs has one tensor per rank). */
-export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOptions = {}): Work {
-  const pg = group(opts.group);
-  if (outputs.length !== pg.size) {
-    throw new TypeError(
-      `allGather(): expected ${pg.size} output tensors (one per rank), got ${outputs.length}`,
-    );
-  }
-  return new Work(
-    native.allGather(
-      pg.h,
-      outputs.map((t) => t.h),
-      input.h,
-      opts.timeoutMs,
-    ),
-    'allGather',
-    pg.rank,
-  );
-}
-
-/** Reduces `inputs[r]` across ranks into rank r's `output`. */
-export function reduceScatter(
-  output: Tensor,
-  inputs: Tensor[],
-  op: ReduceOp = ReduceOp.SUM,
-  opts: CollectiveOptions = {},
-): Work {
-  const pg = group(opts.group);
-  if (inputs.length !== pg.size) {
-    throw new TypeError(
-      `reduceScatter(): expected ${pg.size} input tensors (one per rank), got ${inputs.length}`,
-    );
-  }
-  checkOp(op, 'reduceScatter');
-  checkAvg(op, output, pg, 'reduceScatter');
-  return new Work(
-    native.reduceScatter(
-      pg.h,
-      output.h,
-      inputs.map((t) => t.h),
-      op,
-      opts.timeoutMs,
-    ),
-    'reduceScatter',
-    pg.rank,
-  );
-}
-
-/** Waits until every rank reaches the barrier. */
-export function barrier(opts: CollectiveOptions = {}): Work {
-  const pg = group(opts.group);
-  return new Work(native.barrier(pg.h, opts.timeoutMs), 'barrier', pg.rank);
-}
-
-function checkRank(r: number, pg: ProcessGroup, op: string): void {
-  if (!Number.isInteger(r) || r < 0 || r >= pg.size) {
-    throw new RangeError(`${op}(): rank ${r} is out of range for world size ${pg.size}`);
-  }
+  if (pg.h >= 0) native.processGroupDestroy(pg.h);
+  if (pg.name === '0') pg.store.close();
 }

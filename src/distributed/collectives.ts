@@ -1,0 +1,471 @@
+// torch.distributed's collectives and point-to-point calls, each one c10d call on a group
+// (native/src/process_group.cc, native/src/collectives.cc). As in PyTorch, `src`/`dst`
+// are global ranks, `groupSrc`/`groupDst` ranks within `group`; a rank outside `group`
+// does nothing (PyTorch warns and returns None). Every call returns a Work: awaiting it
+// at once is PyTorch's async_op=False, keeping it is async_op=True.
+import { native } from '../core/native.ts';
+import type { Tensor } from '../core/tensor.ts';
+import { getGroupRank } from './groups.ts';
+import { type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
+
+export interface CollectiveOptions {
+  group?: ProcessGroup | null;
+  /** Accepted for ports from PyTorch: every call returns a Work either way (await it, or keep it). */
+  asyncOp?: boolean;
+  timeoutMs?: number;
+}
+
+export interface RootOptions extends CollectiveOptions {
+  /** The root as a rank within `group` instead of a global rank (PyTorch's group_src/group_dst). */
+  groupRank?: number;
+}
+
+export interface P2POptions {
+  group?: ProcessGroup | null;
+  /** Matches a send with the recv of the same tag. Default 0. */
+  tag?: number;
+  /** The peer as a rank within `group` instead of a global rank (PyTorch's group_dst/group_src). */
+  groupPeer?: number;
+}
+
+const REDUCE_OPS = new Set<unknown>(Object.values(ReduceOp));
+
+/** Refuses an op that is not a ReduceOp (or its string), before any rank waits on it. */
+function checkOp(op: unknown, what: string): void {
+  if (REDUCE_OPS.has(op)) return;
+  const got = typeof op === 'string' ? `'${op}'` : String(op);
+  throw new TypeError(
+    `${what}(): op must be one of ${[...REDUCE_OPS].join(', ')} (the values of ReduceOp), got ${got}`,
+  );
+}
+
+/** c10's names of the integer and bool dtypes, as PyTorch's messages spell them. */
+const C10_INTEGRAL: Partial<Record<string, string>> = {
+  uint8: 'Byte',
+  int8: 'Char',
+  int16: 'Short',
+  int32: 'Int',
+  int64: 'Long',
+  bool: 'Bool',
+};
+
+/**
+ * Refuses AVG of an integer or bool tensor on Gloo before it runs. PyTorch's Gloo fails
+ * the same way, but only inside the collective (it sums, then divides by the world size
+ * in place), and that failed work can still be pending when the next collective of the
+ * group waits on its predecessors, which then fails too. Refused up front, nothing
+ * reaches the group; the message carries PyTorch's words (docs/reliability.md R46).
+ */
+function checkAvg(op: ReduceOp, tensor: Tensor, pg: ProcessGroup, what: string): void {
+  if (op !== ReduceOp.AVG || (pg.backend !== 'gloo' && tensor.isCuda)) return;
+  const c10 = C10_INTEGRAL[tensor.dtype];
+  if (c10 === undefined) return;
+  throw new TypeError(
+    `${what}(): ReduceOp.AVG on Gloo needs a floating-point tensor, got ${tensor.dtype} ` +
+      `(result type Float can't be cast to the desired output type ${c10})`,
+  );
+}
+
+const warned = new Set<string>();
+
+/** PyTorch's answer to a call on a group this rank is not in: a warning, and nothing done. */
+function notInGroup(pg: ProcessGroup, op: string): Work {
+  if (!warned.has(op)) {
+    warned.add(op);
+    process.emitWarning(`${op}(): this rank is not in group '${pg.name}'; nothing is done`);
+  }
+  return new Work(Promise.resolve(), op, pg.rank);
+}
+
+/** The group rank of a root or peer given as a global rank, or as a group rank. */
+function groupPeer(
+  pg: ProcessGroup,
+  global: number | undefined,
+  inGroup: number | undefined,
+  what: string,
+): number {
+  if (inGroup !== undefined) {
+    if (global !== undefined) throw new TypeError(`${what}(): pass a global rank or a group rank, not both`);
+    if (!Number.isInteger(inGroup) || inGroup < 0 || inGroup >= pg.size)
+      throw new RangeError(`${what}(): group rank ${inGroup} is out of range for a group of ${pg.size}`);
+    return inGroup;
+  }
+  if (global === undefined || global === null)
+    throw new TypeError(`${what}(): the rank of the peer is missing`);
+  return getGroupRank(pg, global);
+}
+
+function expectCount(list: readonly Tensor[], pg: ProcessGroup, what: string, name: string): void {
+  if (list.length !== pg.size)
+    throw new TypeError(
+      `${what}(): expected ${pg.size} tensors in ${name} (one per rank), got ${list.length}`,
+    );
+}
+
+function work(p: Promise<unknown>, op: string, pg: ProcessGroup): Work {
+  return new Work(
+    p.then(() => undefined),
+    op,
+    pg.rank,
+  );
+}
+
+/** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
+export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: CollectiveOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  checkOp(op, 'allReduce');
+  checkAvg(op, tensor, pg, 'allReduce');
+  if (!pg.isMember) return notInGroup(pg, 'allReduce');
+  return work(native.allReduce(pg.h, tensor.h, op, opts.timeoutMs), 'allReduce', pg);
+}
+
+/** Copies `tensor` from rank `src` (global; or `groupRank`) to every rank, in place. */
+export function broadcast(tensor: Tensor, src?: number, opts: RootOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'broadcast');
+  const root = groupPeer(pg, src, opts.groupRank, 'broadcast');
+  return work(native.broadcast(pg.h, tensor.h, root, opts.timeoutMs), 'broadcast', pg);
+}
+
+/** Fills `outputs[r]` with rank r's `input` (outputs has one tensor per rank). */
+export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'allGather');
+  expectCount(outputs, pg, 'allGather', 'the output list');
+  const hs = outputs.map((t) => t.h);
+  return work(native.allGather(pg.h, hs, input.h, opts.timeoutMs), 'allGather', pg);
+}
+
+/**
+ * A contiguous tensor as one flat view of its storage, so the single-tensor collectives take
+ * the stacked form ([worldSize, ...]) as well as the concatenated one, on Gloo as on NCCL.
+ */
+function flat(x: Tensor): Tensor {
+  return x.isContiguous() ? x.view([-1]) : x;
+}
+
+/**
+ * Gathers every rank's `input` into `output`: concatenated on dim 0, or stacked
+ * ([worldSize, ...input.shape]) (torch's all_gather_into_tensor).
+ */
+export function allGatherIntoTensor(output: Tensor, input: Tensor, opts: CollectiveOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'allGatherIntoTensor');
+  if (output.numel() !== input.numel() * pg.size)
+    throw new TypeError(
+      `allGatherIntoTensor(): the output has ${output.numel()} elements; it needs ${pg.size} x ${input.numel()} (world size x input)`,
+    );
+  return work(
+    native.allGatherIntoTensor(pg.h, flat(output).h, flat(input).h, opts.timeoutMs),
+    'allGatherIntoTensor',
+    pg,
+  );
+}
+
+/** Reduces `inputs[r]` across ranks into rank r's `output`. */
+export function reduceScatter(
+  output: Tensor,
+  inputs: Tensor[],
+  op: ReduceOp = ReduceOp.SUM,
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  checkOp(op, 'reduceScatter');
+  checkAvg(op, output, pg, 'reduceScatter');
+  if (!pg.isMember) return notInGroup(pg, 'reduceScatter');
+  expectCount(inputs, pg, 'reduceScatter', 'the input list');
+  const hs = inputs.map((t) => t.h);
+  return work(native.reduceScatter(pg.h, output.h, hs, op, opts.timeoutMs), 'reduceScatter', pg);
+}
+
+/**
+ * Reduces `input` (concatenated or stacked on dim 0) across ranks and leaves chunk r on rank r
+ * (torch's reduce_scatter_tensor).
+ */
+export function reduceScatterTensor(
+  output: Tensor,
+  input: Tensor,
+  op: ReduceOp = ReduceOp.SUM,
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  checkOp(op, 'reduceScatterTensor');
+  checkAvg(op, output, pg, 'reduceScatterTensor');
+  if (!pg.isMember) return notInGroup(pg, 'reduceScatterTensor');
+  if (input.numel() !== output.numel() * pg.size)
+    throw new TypeError(
+      `reduceScatterTensor(): the input has ${input.numel()} elements; it needs ${pg.size} x ${output.numel()} (world size x output)`,
+    );
+  return work(
+    native.reduceScatterTensor(pg.h, flat(output).h, flat(input).h, op, opts.timeoutMs),
+    'reduceScatterTensor',
+    pg,
+  );
+}
+
+/** Reduces `tensor` across ranks into rank `dst`'s (global; or `groupRank`), as torch's reduce. */
+export function reduce(
+  tensor: Tensor,
+  dst?: number,
+  op: ReduceOp = ReduceOp.SUM,
+  opts: RootOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  checkOp(op, 'reduce');
+  checkAvg(op, tensor, pg, 'reduce');
+  if (!pg.isMember) return notInGroup(pg, 'reduce');
+  const root = groupPeer(pg, dst, opts.groupRank, 'reduce');
+  return work(native.reduce(pg.h, tensor.h, root, op, opts.timeoutMs), 'reduce', pg);
+}
+
+/** Collects every rank's `tensor` into `gatherList` on rank `dst` (the others pass none). */
+export function gather(
+  tensor: Tensor,
+  gatherList?: Tensor[] | null,
+  dst?: number,
+  opts: RootOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'gather');
+  const root = groupPeer(pg, dst ?? (opts.groupRank === undefined ? 0 : undefined), opts.groupRank, 'gather');
+  const list = rootList(gatherList, pg, root, 'gather', 'gatherList');
+  return work(native.gather(pg.h, list, tensor.h, root, opts.timeoutMs), 'gather', pg);
+}
+
+/** Sends `scatterList[r]` from rank `src` to rank r's `tensor` (the others pass no list). */
+export function scatter(
+  tensor: Tensor,
+  scatterList?: Tensor[] | null,
+  src?: number,
+  opts: RootOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'scatter');
+  const root = groupPeer(
+    pg,
+    src ?? (opts.groupRank === undefined ? 0 : undefined),
+    opts.groupRank,
+    'scatter',
+  );
+  const list = rootList(scatterList, pg, root, 'scatter', 'scatterList');
+  return work(native.scatter(pg.h, tensor.h, list, root, opts.timeoutMs), 'scatter', pg);
+}
+
+/** The root's list (one tensor per rank) as handles; PyTorch's refusal of a list elsewhere. */
+function rootList(
+  list: Tensor[] | null | undefined,
+  pg: ProcessGroup,
+  root: number,
+  what: string,
+  name: string,
+): number[] {
+  if (pg.rank !== root) {
+    if (list && list.length > 0)
+      throw new TypeError(`${what}(): ${name} must not be given on ranks other than the root`);
+    return [];
+  }
+  if (!list) throw new TypeError(`${what}(): ${name} is required on the root rank`);
+  expectCount(list, pg, what, name);
+  return list.map((t) => t.h);
+}
+
+/**
+ * Splits `input` on dim 0 by `inputSplitSizes` (default: equal parts), sends part r to rank
+ * r, and fills `output` with the parts received, in rank order (torch's all_to_all_single).
+ */
+export function allToAllSingle(
+  output: Tensor,
+  input: Tensor,
+  outputSplitSizes?: number[] | null,
+  inputSplitSizes?: number[] | null,
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'allToAllSingle');
+  checkSplits(outputSplitSizes, output, pg, 'outputSplitSizes');
+  checkSplits(inputSplitSizes, input, pg, 'inputSplitSizes');
+  return work(
+    native.allToAllSingle(
+      pg.h,
+      output.h,
+      input.h,
+      outputSplitSizes ?? [],
+      inputSplitSizes ?? [],
+      opts.timeoutMs,
+    ),
+    'allToAllSingle',
+    pg,
+  );
+}
+
+function checkSplits(splits: number[] | null | undefined, t: Tensor, pg: ProcessGroup, name: string): void {
+  const rows = t.ndim === 0 ? 1 : t.shape[0];
+  if (!splits || splits.length === 0) {
+    if (rows % pg.size !== 0)
+      throw new TypeError(
+        `allToAllSingle(): dim 0 (${rows}) does not split equally over ${pg.size} ranks; pass ${name}`,
+      );
+    return;
+  }
+  if (splits.length !== pg.size)
+    throw new TypeError(
+      `allToAllSingle(): ${name} needs ${pg.size} sizes (one per rank), got ${splits.length}`,
+    );
+  const total = splits.reduce((a, b) => a + b, 0);
+  if (splits.some((n) => !Number.isInteger(n) || n < 0) || total !== rows)
+    throw new TypeError(
+      `allToAllSingle(): ${name} [${splits.join(', ')}] must be counts that add up to dim 0 (${rows})`,
+    );
+}
+
+/** Sends `inputs[r]` to rank r and receives rank r's into `outputs[r]` (torch's all_to_all). */
+export function allToAll(outputs: Tensor[], inputs: Tensor[], opts: CollectiveOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'allToAll');
+  expectCount(outputs, pg, 'allToAll', 'the output list');
+  expectCount(inputs, pg, 'allToAll', 'the input list');
+  const o = outputs.map((t) => t.h);
+  const i = inputs.map((t) => t.h);
+  return work(native.allToAll(pg.h, o, i, opts.timeoutMs), 'allToAll', pg);
+}
+
+/** All-reduces each tensor of the list (torch's all_reduce_coalesced). */
+export function allReduceCoalesced(
+  tensors: Tensor[],
+  op: ReduceOp = ReduceOp.SUM,
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  checkOp(op, 'allReduceCoalesced');
+  for (const x of tensors) checkAvg(op, x, pg, 'allReduceCoalesced');
+  if (!pg.isMember) return notInGroup(pg, 'allReduceCoalesced');
+  const hs = tensors.map((t) => t.h);
+  return work(native.allReduceCoalesced(pg.h, hs, op, opts.timeoutMs), 'allReduceCoalesced', pg);
+}
+
+/** All-gathers each input: `outputLists[r][i]` is rank r's `inputs[i]` (torch's all_gather_coalesced). */
+export function allGatherCoalesced(
+  outputLists: Tensor[][],
+  inputs: Tensor[],
+  opts: CollectiveOptions = {},
+): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'allGatherCoalesced');
+  if (outputLists.length !== pg.size)
+    throw new TypeError(
+      `allGatherCoalesced(): expected ${pg.size} output lists (one per rank), got ${outputLists.length}`,
+    );
+  const outs = outputLists.map((l) => l.map((t) => t.h));
+  const ins = inputs.map((t) => t.h);
+  return work(native.allGatherCoalesced(pg.h, outs, ins, opts.timeoutMs), 'allGatherCoalesced', pg);
+}
+
+/** Waits until every rank reaches the barrier. */
+export function barrier(opts: CollectiveOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'barrier');
+  return work(native.barrier(pg.h, opts.timeoutMs), 'barrier', pg);
+}
+
+export interface MonitoredBarrierOptions {
+  group?: ProcessGroup | null;
+  /** Default: the group's timeout. */
+  timeoutMs?: number;
+  /** Rank 0 names every rank that did not arrive, instead of the first. Default false. */
+  waitAllRanks?: boolean;
+}
+
+/**
+ * A barrier whose rank 0 checks in with every other rank and, when some do not arrive
+ * within the timeout, fails naming them (torch's monitored_barrier; Gloo only).
+ */
+export function monitoredBarrier(opts: MonitoredBarrierOptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'monitoredBarrier');
+  if (pg.backend !== 'gloo')
+    throw new TypeError('monitoredBarrier(): only the Gloo backend has it, as in PyTorch');
+  const timeoutMs = opts.timeoutMs ?? pg.timeoutMs;
+  return work(native.monitoredBarrier(pg.h, timeoutMs, opts.waitAllRanks ?? false), 'monitoredBarrier', pg);
+}
+
+/** Sends `tensor` to rank `dst` (global; or `groupPeer`) and resolves once it is sent. */
+export function isend(tensor: Tensor, dst?: number, opts: P2POptions = {}): Work {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) return notInGroup(pg, 'isend');
+  const peer = groupPeer(pg, dst, opts.groupPeer, 'isend');
+  if (peer === pg.rank) throw new TypeError(`isend(): rank ${pg.rank} cannot send to itself`);
+  return work(native.send(pg.h, tensor.h, peer, opts.tag ?? 0), 'isend', pg);
+}
+
+/** Receives into `tensor` from rank `src` (global; or `groupPeer`; neither: any rank). */
+export function irecv(tensor: Tensor, src?: number, opts: P2POptions = {}): Work {
+  return new Work(
+    recvFrom(tensor, src, opts, 'irecv').then(() => undefined),
+    'irecv',
+    resolveGroup(opts.group).rank,
+  );
+}
+
+/** isend, awaited: torch.distributed.send. */
+export async function send(tensor: Tensor, dst?: number, opts: P2POptions = {}): Promise<void> {
+  await isend(tensor, dst, opts);
+}
+
+/** Receives into `tensor`; resolves with the sender's global rank (torch.distributed.recv). */
+export async function recv(tensor: Tensor, src?: number, opts: P2POptions = {}): Promise<number> {
+  return recvFrom(tensor, src, opts, 'recv');
+}
+
+async function recvFrom(
+  tensor: Tensor,
+  src: number | undefined,
+  opts: P2POptions,
+  what: string,
+): Promise<number> {
+  const pg = resolveGroup(opts.group);
+  if (!pg.isMember) {
+    await notInGroup(pg, what);
+    return -1;
+  }
+  const any = src === undefined && opts.groupPeer === undefined;
+  const peer = any ? -1 : groupPeer(pg, src, opts.groupPeer, what);
+  if (peer === pg.rank) throw new TypeError(`${what}(): rank ${pg.rank} cannot receive from itself`);
+  let from = -1;
+  await work(
+    native.recv(pg.h, tensor.h, peer, opts.tag ?? 0).then((r) => {
+      from = r;
+    }),
+    what,
+    pg,
+  );
+  return pg.ranks[from] ?? from;
+}
+
+/** One operation of batchIsendIrecv: isend or irecv, the tensor and the peer (torch's P2POp). */
+export class P2POp {
+  constructor(
+    readonly op: typeof isend | typeof irecv,
+    readonly tensor: Tensor,
+    readonly peer?: number,
+    readonly group?: ProcessGroup | null,
+    readonly tag = 0,
+    readonly groupPeer?: number,
+  ) {
+    if (op !== isend && op !== irecv)
+      throw new TypeError('P2POp(): op must be distributed.isend or distributed.irecv');
+    if (peer === undefined && groupPeer === undefined) throw new TypeError('P2POp(): the peer is missing');
+  }
+}
+
+/**
+ * Starts every operation of the list and returns their Works (torch's batch_isend_irecv).
+ * Gloo has no coalescing: as PyTorch on Gloo, the operations start one after the other.
+ */
+export function batchIsendIrecv(ops: P2POp[]): Work[] {
+  if (ops.length === 0 || !ops.every((o) => o instanceof P2POp))
+    throw new TypeError('batchIsendIrecv(): expected a non-empty list of P2POp');
+  const group = ops[0].group ?? null;
+  if (ops.some((o) => (o.group ?? null) !== group))
+    throw new TypeError('batchIsendIrecv(): every P2POp must use the same group');
+  return ops.map((o) => o.op(o.tensor, o.peer, { group: o.group, tag: o.tag, groupPeer: o.groupPeer }));
+}
