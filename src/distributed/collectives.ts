@@ -5,7 +5,6 @@
 // at once is PyTorch's async_op=False, keeping it is async_op=True.
 import { native } from '../core/native.ts';
 import type { Tensor } from '../core/tensor.ts';
-import { getGroupRank } from './groups.ts';
 import { type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
 
 export interface CollectiveOptions {
@@ -92,13 +91,19 @@ function groupPeer(
   }
   if (global === undefined || global === null)
     throw new TypeError(`${what}(): the rank of the peer is missing`);
-  return getGroupRank(pg, global);
+  const r = pg.ranks.indexOf(global);
+  if (r >= 0) return r;
+  if (pg.name === '0')
+    throw new RangeError(`${what}(): rank ${global} is out of range for world size ${pg.size}`);
+  throw new RangeError(
+    `${what}(): rank ${global} is not in group '${pg.name}' (ranks ${pg.ranks.join(', ')})`,
+  );
 }
 
 function expectCount(list: readonly Tensor[], pg: ProcessGroup, what: string, name: string): void {
   if (list.length !== pg.size)
     throw new TypeError(
-      `${what}(): expected ${pg.size} tensors in ${name} (one per rank), got ${list.length}`,
+      `${what}(): expected ${pg.size} ${name} (one per rank), got ${list.length}`,
     );
 }
 
@@ -131,7 +136,7 @@ export function broadcast(tensor: Tensor, src?: number, opts: RootOptions = {}):
 export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOptions = {}): Work {
   const pg = resolveGroup(opts.group);
   if (!pg.isMember) return notInGroup(pg, 'allGather');
-  expectCount(outputs, pg, 'allGather', 'the output list');
+  expectCount(outputs, pg, 'allGather', 'output tensors');
   const hs = outputs.map((t) => t.h);
   return work(native.allGather(pg.h, hs, input.h, opts.timeoutMs), 'allGather', pg);
 }
@@ -173,7 +178,7 @@ export function reduceScatter(
   checkOp(op, 'reduceScatter');
   checkAvg(op, output, pg, 'reduceScatter');
   if (!pg.isMember) return notInGroup(pg, 'reduceScatter');
-  expectCount(inputs, pg, 'reduceScatter', 'the input list');
+  expectCount(inputs, pg, 'reduceScatter', 'input tensors');
   const hs = inputs.map((t) => t.h);
   return work(native.reduceScatter(pg.h, output.h, hs, op, opts.timeoutMs), 'reduceScatter', pg);
 }
@@ -265,7 +270,7 @@ function rootList(
     return [];
   }
   if (!list) throw new TypeError(`${what}(): ${name} is required on the root rank`);
-  expectCount(list, pg, what, name);
+  expectCount(list, pg, what, `tensors in ${name}`);
   return list.map((t) => t.h);
 }
 
@@ -322,8 +327,8 @@ function checkSplits(splits: number[] | null | undefined, t: Tensor, pg: Process
 export function allToAll(outputs: Tensor[], inputs: Tensor[], opts: CollectiveOptions = {}): Work {
   const pg = resolveGroup(opts.group);
   if (!pg.isMember) return notInGroup(pg, 'allToAll');
-  expectCount(outputs, pg, 'allToAll', 'the output list');
-  expectCount(inputs, pg, 'allToAll', 'the input list');
+  expectCount(outputs, pg, 'allToAll', 'output tensors');
+  expectCount(inputs, pg, 'allToAll', 'input tensors');
   const o = outputs.map((t) => t.h);
   const i = inputs.map((t) => t.h);
   return work(native.allToAll(pg.h, o, i, opts.timeoutMs), 'allToAll', pg);
