@@ -275,8 +275,9 @@ test("a big-endian file's complex storage: each float of a pair is swapped, not 
   be.writeFloatBE(0.25, 12);
   const type = new PyStorageType('torch.ComplexFloatStorage', 'complex64', 'complex64', 8);
   const factory = new TensorFactory();
-  factory.addBase({ key: '0', bytes: 16, type, dtype: 'complex64' }, new Uint8Array(be), true);
-  assert.deepEqual(factory.bases.get('0')?.toArray(), [
+  const record = { key: '0', bytes: 16, type, dtype: 'complex64' as const };
+  factory.addBase(record, new Uint8Array(be), true);
+  assert.deepEqual(factory.bases.get(record)?.toArray(), [
     [1.5, -2],
     [3, 0.25],
   ]);

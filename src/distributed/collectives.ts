@@ -102,9 +102,7 @@ function groupPeer(
 
 function expectCount(list: readonly Tensor[], pg: ProcessGroup, what: string, name: string): void {
   if (list.length !== pg.size)
-    throw new TypeError(
-      `${what}(): expected ${pg.size} ${name} (one per rank), got ${list.length}`,
-    );
+    throw new TypeError(`${what}(): expected ${pg.size} ${name} (one per rank), got ${list.length}`);
 }
 
 function work(p: Promise<unknown>, op: string, pg: ProcessGroup): Work {
@@ -474,3 +472,9 @@ export function batchIsendIrecv(ops: P2POp[]): Work[] {
     throw new TypeError('batchIsendIrecv(): every P2POp must use the same group');
   return ops.map((o) => o.op(o.tensor, o.peer, { group: o.group, tag: o.tag, groupPeer: o.groupPeer }));
 }
+
+/** PyTorch 2.13's name for allGatherIntoTensor (torch.distributed.all_gather_single). */
+export const allGatherSingle = allGatherIntoTensor;
+
+/** PyTorch 2.13's name for reduceScatterTensor (torch.distributed.reduce_scatter_single). */
+export const reduceScatterSingle = reduceScatterTensor;

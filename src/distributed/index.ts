@@ -2,6 +2,7 @@ export {
   allGather,
   allGatherCoalesced,
   allGatherIntoTensor,
+  allGatherSingle,
   allReduce,
   allReduceCoalesced,
   allToAll,
@@ -21,6 +22,7 @@ export {
   recv,
   reduce,
   reduceScatter,
+  reduceScatterSingle,
   reduceScatterTensor,
   scatter,
   send,
@@ -57,6 +59,16 @@ export {
   setDebugLevelFromEnv,
   supportsComplex,
 } from './info.ts';
+export {
+  allGatherObject,
+  broadcastObjectList,
+  gatherObject,
+  type ObjectOptions,
+  type RootObjectOptions,
+  recvObjectList,
+  scatterObjectList,
+  sendObjectList,
+} from './object-collectives.ts';
 export type { PowerSGDOptions, PowerSGDStats } from './powersgd.ts';
 export {
   type Backend,

@@ -108,6 +108,40 @@ out.subgroup_all_reduce = vals(sx);
 out.subgroup = { rank: d.getRank(mine ?? undefined), ranks: mine ? d.getProcessGroupRanks(mine) : null };
 out.pg_count = d.getPgCount();
 
+// Object collectives: plain values and tensors, pickled as PyTorch pickles them.
+const obj = (k: number) => ({
+  rank: k,
+  name: `r${k}`,
+  list: [1, 2.5, true, null, 'é'],
+  nested: { t: t.tensor([k, 0.5]) },
+});
+const show = (v: unknown): unknown =>
+  v instanceof t.Tensor
+    ? { tensor: vals(v), dtype: v.dtype }
+    : Array.isArray(v)
+      ? v.map(show)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, show(x)]))
+        : v;
+const gatheredObjects: unknown[] = Array.from({ length: n }, () => null);
+await d.allGatherObject(gatheredObjects, obj(r));
+out.all_gather_object = show(gatheredObjects);
+const bcast: unknown[] = r === 1 ? [obj(1), 'two', [3]] : [null, null, null];
+await d.broadcastObjectList(bcast, 1);
+out.broadcast_object_list = show(bcast);
+const gatheredAt2: unknown[] | null = r === 2 ? Array.from({ length: n }, () => null) : null;
+await d.gatherObject({ from: r }, gatheredAt2, 2);
+out.gather_object = gatheredAt2;
+const scatteredObject: unknown[] = [null];
+await d.scatterObjectList(scatteredObject, r === 0 ? [{ to: 0 }, [1, 'x'], t.tensor([[2, 3]])] : null, 0);
+out.scatter_object_list = show(scatteredObject);
+if (r === 2) await d.sendObjectList([{ hello: 'rank 1' }, 7], 1);
+if (r === 1) {
+  const got: unknown[] = [null, null];
+  out.recv_object_list_from = await d.recvObjectList(got, 2);
+  out.recv_object_list = got;
+}
+
 await d.monitoredBarrier({ waitAllRanks: true });
 await d.barrier();
 console.log(JSON.stringify({ rank: r, side: 'tsddp', ...out }));

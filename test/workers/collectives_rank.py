@@ -2,10 +2,25 @@
 # (test/collectives-torch.test.ts); collectives-rank.mts is the tsddp rank that does exactly
 # the same. env:// rendezvous, Gloo. Prints one JSON line: each collective's result on this
 # rank (None where PyTorch leaves it undefined, e.g. reduce off the root).
+import io
 import json
+import pickle
 
 import torch
 import torch.distributed as d
+import torch.distributed.distributed_c10d as c10d
+
+try:
+    import numpy  # noqa: F401
+except ImportError:
+    # PyTorch reads a received object's bytes through numpy (tensor.numpy().tobytes()), which
+    # setup's .venv does not install; the same bytes without it. What goes over the wire is
+    # unchanged.
+    def _tensor_to_object(tensor, tensor_size, group):
+        buf = bytes(tensor.cpu().tolist())[: int(tensor_size)]
+        return pickle.Unpickler(io.BytesIO(buf)).load()
+
+    c10d._tensor_to_object = _tensor_to_object
 
 d.init_process_group("gloo")
 r = d.get_rank()
@@ -99,6 +114,39 @@ d.all_reduce(sx, d.ReduceOp.SUM, group=mine)
 out["subgroup_all_reduce"] = vals(sx)
 out["subgroup"] = {"rank": d.get_rank(mine), "ranks": d.get_process_group_ranks(mine)}
 out["pg_count"] = d.get_pg_count()
+
+def obj(k):
+    return {"rank": k, "name": f"r{k}", "list": [1, 2.5, True, None, "é"], "nested": {"t": torch.tensor([float(k), 0.5])}}
+
+
+def show(v):
+    if isinstance(v, torch.Tensor):
+        return {"tensor": vals(v), "dtype": str(v.dtype).replace("torch.", "")}
+    if isinstance(v, (list, tuple)):
+        return [show(x) for x in v]
+    if isinstance(v, dict):
+        return {k: show(x) for k, x in v.items()}
+    return v
+
+
+gathered_objects = [None] * n
+d.all_gather_object(gathered_objects, obj(r))
+out["all_gather_object"] = show(gathered_objects)
+bcast = [obj(1), "two", [3]] if r == 1 else [None, None, None]
+d.broadcast_object_list(bcast, 1)
+out["broadcast_object_list"] = show(bcast)
+gathered_at_2 = [None] * n if r == 2 else None
+d.gather_object({"from": r}, gathered_at_2, 2)
+out["gather_object"] = gathered_at_2
+scattered_object = [None]
+d.scatter_object_list(scattered_object, [{"to": 0}, [1, "x"], torch.tensor([[2.0, 3.0]])] if r == 0 else None, 0)
+out["scatter_object_list"] = show(scattered_object)
+if r == 2:
+    d.send_object_list([{"hello": "rank 1"}, 7], 1)
+if r == 1:
+    got = [None, None]
+    out["recv_object_list_from"] = d.recv_object_list(got, 2)
+    out["recv_object_list"] = got
 
 d.monitored_barrier(wait_all_ranks=True)
 d.barrier()

@@ -24,9 +24,10 @@ const BATCH_BYTES = 64 << 20;
 const MIN_VERSION = 1;
 const MAX_VERSION = 10;
 
-interface Parsed {
+export interface Parsed {
   root: Py;
-  used: StorageRecord[];
+  /** The storages the value's tensors use (known once the pickles that build them are read). */
+  used(): StorageRecord[];
   bigEndian: boolean;
   /** The bytes of these records, each exactly record.bytes long. */
   read(records: StorageRecord[]): Map<string, Uint8Array>;
@@ -88,7 +89,7 @@ function parseZip(bytes: Uint8Array, file: string): Parsed {
   if (total > bytes.length) throw new SerializationError('STORAGE', file, 'its storage records overlap');
   return {
     root: value,
-    used: table.used(),
+    used: () => table.used(),
     bigEndian,
     read: (records) => {
       const data = archive.read(records.map((r) => `data/${r.key}`));
@@ -99,10 +100,11 @@ function parseZip(bytes: Uint8Array, file: string): Parsed {
 
 function parseLegacy(bytes: Uint8Array, file: string): Parsed {
   const c = readLegacy(bytes, file);
-  return { root: c.root, used: c.table.used(), bigEndian: c.bigEndian, read: () => c.data };
+  return { root: c.root, used: () => c.table.used(), bigEndian: c.bigEndian, read: () => c.data };
 }
 
-function parse(bytes: Uint8Array, file: string): Parsed {
+/** The value of torch.save bytes (zip or legacy), its storages not yet read. */
+export function parse(bytes: Uint8Array, file: string): Parsed {
   if (pickleMagic(bytes) === 'zip') return parseZip(bytes, file);
   if (isLegacy(bytes)) return parseLegacy(bytes, file);
   if (isTar(bytes))
@@ -135,7 +137,7 @@ export function loads<T = PtValue>(bytes: Uint8Array, opts: { name?: string } = 
   toJs(parsed.root, () => null, file); // the dry run: refuses before anything is allocated
   const factory = new TensorFactory();
   try {
-    for (const batch of batches(parsed.used)) {
+    for (const batch of batches(parsed.used())) {
       const data = parsed.read(batch);
       for (const r of batch) factory.addBase(r, data.get(r.key) as Uint8Array, parsed.bigEndian);
     }

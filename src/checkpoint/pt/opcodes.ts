@@ -36,6 +36,14 @@ export const OP = {
   NEWTRUE: 0x88,
   NEWFALSE: 0x89,
   LONG1: 0x8a,
+  // Protocol 3 and 4, which Python's own pickler writes (torch.distributed's object
+  // collectives pickle with it).
+  BINBYTES: 0x42,
+  SHORT_BINBYTES: 0x43,
+  SHORT_BINUNICODE: 0x8c,
+  STACK_GLOBAL: 0x93,
+  MEMOIZE: 0x94,
+  FRAME: 0x95,
 } as const;
 
 // The opcodes the reader refuses, by byte, for messages.
@@ -56,23 +64,17 @@ const OTHER: Record<number, string> = {
   108: 'LIST',
   111: 'OBJ',
   112: 'PUT',
-  66: 'BINBYTES',
-  67: 'SHORT_BINBYTES',
   129: 'NEWOBJ',
   130: 'EXT1',
   131: 'EXT2',
   132: 'EXT4',
   139: 'LONG4',
-  140: 'SHORT_BINUNICODE',
   141: 'BINUNICODE8',
   142: 'BINBYTES8',
   143: 'EMPTY_SET',
   144: 'ADDITEMS',
   145: 'FROZENSET',
   146: 'NEWOBJ_EX',
-  147: 'STACK_GLOBAL',
-  148: 'MEMOIZE',
-  149: 'FRAME',
   150: 'BYTEARRAY8',
   151: 'NEXT_BUFFER',
   152: 'READONLY_BUFFER',

@@ -7,7 +7,7 @@
 // before anything of that length is made.
 import { SerializationError } from './errors.ts';
 import { OP, opcodeName } from './opcodes.ts';
-import { isPyKey, kindOf, type Py, PyDict, PyFloat, PyList, PyTuple } from './py.ts';
+import { isPyKey, kindOf, type Py, PyBytes, PyDict, PyFloat, PyGlobal, PyList, PyTuple } from './py.ts';
 import { reduce, resolveGlobal } from './torch-globals.ts';
 
 export interface ReadContext {
@@ -15,6 +15,12 @@ export interface ReadContext {
   readonly file: string;
   /** BINPERSID: the storage a persistent id names (zip and legacy files differ). */
   persistentLoad(pid: Py): Py;
+  /**
+   * torch.storage._load_from_bytes(b): a whole torch.save file inside the pickle, as
+   * Python's plain pickler writes a tensor (torch.distributed's object collectives). Only
+   * object pickles read it; t.load refuses the global.
+   */
+  loadFromBytes?(bytes: Uint8Array): Py;
 }
 
 const PY2_MODULES = new Map([
@@ -187,28 +193,58 @@ const HANDLERS: Record<number, (m: Machine) => void> = {
   [OP.GLOBAL]: (m) => {
     // Python 3's pickler spells builtins as Python 2 did in protocol 2 (pickle's IMPORT_MAPPING).
     const line = m.line();
-    const module = PY2_MODULES.get(line) ?? line;
-    const name = m.line();
-    const g = resolveGlobal(module, name);
-    if (g === null)
-      throw new SerializationError(
-        'PICKLE_GLOBAL',
-        m.ctx.file,
-        `the pickle names the global ${module}.${name}; t.load reads data only (tensors, dicts, lists, tuples, ` +
-          'numbers, strings, bools, None) and never runs or builds anything else. ' +
-          'If the file holds a whole model (torch.save(model)), save model.state_dict() instead',
-      );
-    m.push(g);
+    pushGlobal(m, PY2_MODULES.get(line) ?? line, m.line());
   },
   [OP.REDUCE]: (m: Machine) => {
     const args = m.pop();
     if (!(args instanceof PyTuple)) m.fail(`REDUCE's arguments are ${kindOf(args)}, not a tuple`);
     const func = m.pop();
-    m.push(reduce(func, args, m.ctx.file));
+    if (func instanceof PyGlobal && func.kind === 'load_from_bytes') {
+      const [b] = args.items;
+      if (args.items.length !== 1 || !(b instanceof PyBytes)) m.fail(`${func.path} takes one bytes argument`);
+      m.push((m.ctx.loadFromBytes as (b: Uint8Array) => Py)(b.bytes));
+    } else m.push(reduce(func, args, m.ctx.file));
   },
   [OP.BUILD]: build,
   [OP.BINPERSID]: (m) => m.push(m.ctx.persistentLoad(m.pop())),
 };
+
+// What Python's own pickler (protocol 4) adds, read only in object pickles (ReadContext's
+// loadFromBytes): torch.load(weights_only=True), which t.load follows, refuses them.
+const OBJECT_HANDLERS: Record<number, (m: Machine) => void> = {
+  [OP.SHORT_BINUNICODE]: (m) => m.push(m.text(m.take(m.take(1)[0]))),
+  [OP.BINBYTES]: (m) => m.push(new PyBytes(m.take(m.view(4).getUint32(0, true)))),
+  [OP.SHORT_BINBYTES]: (m) => m.push(new PyBytes(m.take(m.take(1)[0]))),
+  // A frame's length only helps a streaming reader: the whole pickle is in memory here.
+  [OP.FRAME]: (m) => void m.take(8),
+  [OP.MEMOIZE]: (m) => m.put(m.memo.size),
+  [OP.STACK_GLOBAL]: (m) => {
+    const name = m.pop();
+    const module = m.pop();
+    if (typeof module !== 'string' || typeof name !== 'string')
+      return m.fail('STACK_GLOBAL needs a module and a name');
+    pushGlobal(m, module, name);
+  },
+};
+
+const LOAD_FROM_BYTES = 'torch.storage._load_from_bytes';
+
+function pushGlobal(m: Machine, module: string, name: string): void {
+  if (`${module}.${name}` === LOAD_FROM_BYTES && m.ctx.loadFromBytes) {
+    m.push(new PyGlobal(LOAD_FROM_BYTES, 'load_from_bytes'));
+    return;
+  }
+  const g = resolveGlobal(module, name);
+  if (g === null)
+    throw new SerializationError(
+      'PICKLE_GLOBAL',
+      m.ctx.file,
+      `the pickle names the global ${module}.${name}; t.load reads data only (tensors, dicts, lists, tuples, ` +
+        'numbers, strings, bools, None) and never runs or builds anything else. ' +
+        'If the file holds a whole model (torch.save(model)), save model.state_dict() instead',
+    );
+  m.push(g);
+}
 
 /** Reads one pickle from `start`: its value and the offset just past its STOP. */
 export function readPickle(bytes: Uint8Array, start: number, ctx: ReadContext): { value: Py; end: number } {
@@ -216,7 +252,7 @@ export function readPickle(bytes: Uint8Array, start: number, ctx: ReadContext): 
   while (!m.done) {
     if (m.pos >= bytes.length) m.fail('the pickle ends without STOP');
     const op = bytes[m.pos++];
-    const handler = HANDLERS[op];
+    const handler = HANDLERS[op] ?? (ctx.loadFromBytes ? OBJECT_HANDLERS[op] : undefined);
     if (handler === undefined)
       throw new SerializationError(
         'PICKLE_OPCODE',

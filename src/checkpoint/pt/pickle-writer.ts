@@ -30,7 +30,11 @@ class Writer {
   /** Storage groups in the order the pickle first names them (their keys are 0, 1, ...). */
   readonly storages: StorageGroup[] = [];
 
-  constructor(private readonly plan: SavePlan) {}
+  constructor(
+    private readonly plan: SavePlan,
+    /** Writes each tensor as torch.storage._load_from_bytes(these bytes) instead of by persistent id. */
+    private readonly inline?: (x: t.Tensor) => Uint8Array,
+  ) {}
 
   private room(n: number): void {
     if (this.at + n <= this.buf.length) return;
@@ -191,7 +195,21 @@ class Writer {
     }
   }
 
+  /**
+   * A tensor as Python's plain pickler writes one (no persistent ids: torch.save's bytes
+   * inside the pickle), which pickle.loads in PyTorch reads back.
+   */
+  private inlineTensor(x: t.Tensor, save: (x: t.Tensor) => Uint8Array): void {
+    this.global('torch.storage', '_load_from_bytes');
+    const b = save(x);
+    this.u32(OP.BINBYTES, b.length);
+    this.raw(b);
+    this.op(OP.TUPLE1, OP.REDUCE);
+    this.put(x);
+  }
+
   private tensor(x: t.Tensor): void {
+    if (this.inline) return this.inlineTensor(x, this.inline);
     const g = this.plan.groupOf.get(x);
     if (g === undefined) throw new Error('pickle writer: a tensor the plan did not see');
     if (g.key === undefined) {
@@ -225,13 +243,18 @@ class Writer {
   }
 }
 
-/** The pickle of `value` and its storages in key order (their record names are data/0, data/1, ...). */
+/**
+ * The pickle of `value` and its storages in key order (their record names are data/0,
+ * data/1, ...). With `inline`, each tensor is written as torch.storage._load_from_bytes of
+ * the bytes `inline` gives for it (protocol 3, for its BINBYTES), and there are no storages.
+ */
 export function writePickle(
   value: unknown,
   plan: SavePlan,
+  inline?: (x: t.Tensor) => Uint8Array,
 ): { pickle: Uint8Array; storages: StorageGroup[] } {
-  const w = new Writer(plan);
-  w.op(OP.PROTO, 2);
+  const w = new Writer(plan, inline);
+  w.op(OP.PROTO, inline ? 3 : 2);
   w.value(value);
   w.op(OP.STOP);
   return { pickle: w.bytes(), storages: w.storages };

@@ -68,7 +68,13 @@ export function isPyKey(v: Py): v is PyKey {
 export class PyGlobal {
   constructor(
     readonly path: string,
-    readonly kind: 'OrderedDict' | 'Size' | 'rebuild_v2' | 'rebuild_v3' | 'rebuild_parameter',
+    readonly kind:
+      | 'OrderedDict'
+      | 'Size'
+      | 'rebuild_v2'
+      | 'rebuild_v3'
+      | 'rebuild_parameter'
+      | 'load_from_bytes',
   ) {}
 }
 
@@ -133,6 +139,11 @@ export interface TensorBits {
 
 export const NO_BITS: TensorBits = { conj: false, neg: false };
 
+/** Python bytes (BINBYTES): only ever the argument of torch.storage._load_from_bytes here. */
+export class PyBytes {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
 export type Py =
   | null
   | boolean
@@ -147,7 +158,8 @@ export type Py =
   | PyDtype
   | PyStorageType
   | PyStorage
-  | PyTensor;
+  | PyTensor
+  | PyBytes;
 
 /** How a message names a value's kind. */
 export function kindOf(v: Py): string {
@@ -163,5 +175,6 @@ export function kindOf(v: Py): string {
   if (v instanceof PyDtype) return `torch.${v.torchName}`;
   if (v instanceof PyStorageType) return v.path;
   if (v instanceof PyStorage) return `a storage (torch.${v.record.type.path.split('.').pop()})`;
+  if (v instanceof PyBytes) return 'bytes';
   return 'a tensor';
 }

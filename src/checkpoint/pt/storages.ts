@@ -110,7 +110,8 @@ export function swapBytes(data: Uint8Array, item: number): Uint8Array {
 
 /** The tensors of the file: views of one base tensor per storage record. */
 export class TensorFactory {
-  readonly bases = new Map<string, t.Tensor>();
+  // By record, not key: an object pickle holds several torch.save files, each with its own keys.
+  readonly bases = new Map<StorageRecord, t.Tensor>();
   readonly made: t.Tensor[] = [];
 
   /** Adds the base tensor of `record` from its bytes (exactly record.bytes of them). */
@@ -120,14 +121,14 @@ export class TensorFactory {
     const item = ITEM_SIZE[dtype];
     // A complex element is two floats, each stored in the writer's byte order.
     const bytes = bigEndian ? swapBytes(data, isComplex(dtype) ? item / 2 : item) : data;
-    this.bases.set(record.key, t.fromBytes(bytes, [bytes.length / item], dtype));
+    this.bases.set(record, t.fromBytes(bytes, [bytes.length / item], dtype));
   }
 
   make(spec: PyTensor): t.Tensor {
     let x: t.Tensor;
     if (spec.size.some((s) => s === 0)) x = t.empty([...spec.size], { dtype: spec.dtype });
     else {
-      const base = this.bases.get(spec.record.key);
+      const base = this.bases.get(spec.record);
       if (base === undefined) throw new Error(`storage '${spec.record.key}' was not read`);
       x = base.asStrided([...spec.size], [...spec.stride], spec.offset);
     }

@@ -104,6 +104,9 @@ export function reduce(func: Py, args: PyTuple, file: string): Py {
       checkGrad(requiresGrad as boolean, d.dtype, func.path, file);
       return new PyTensor(d.record, d.dtype, d.offset, d.size, d.stride, requiresGrad as boolean, d.bits);
     }
+    case 'load_from_bytes':
+      // The pickle reader calls it (it holds the bytes' reader); it never reaches here.
+      return bad('is read by the pickle reader only');
   }
 }
 
