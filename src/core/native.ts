@@ -134,7 +134,13 @@ export interface NativeAddon {
   scatter(pg: number, output: number, inputs: number[], root: number, timeoutMs?: number): Promise<void>;
   reduce(pg: number, tensor: number, root: number, op: string, timeoutMs?: number): Promise<void>;
   allGatherIntoTensor(pg: number, output: number, input: number, timeoutMs?: number): Promise<void>;
-  reduceScatterTensor(pg: number, output: number, input: number, op: string, timeoutMs?: number): Promise<void>;
+  reduceScatterTensor(
+    pg: number,
+    output: number,
+    input: number,
+    op: string,
+    timeoutMs?: number,
+  ): Promise<void>;
   allReduceCoalesced(pg: number, tensors: number[], op: string, timeoutMs?: number): Promise<void>;
   allGatherCoalesced(pg: number, outputs: number[][], inputs: number[], timeoutMs?: number): Promise<void>;
   monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean): Promise<void>;

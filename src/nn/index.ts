@@ -195,6 +195,7 @@ export {
   type EmbeddingBagModuleOptions,
   type EmbeddingOptions,
 } from './layers/sparse.ts';
+export { SyncBatchNorm, type SyncBatchNormOptions } from './layers/sync-batchnorm.ts';
 export {
   generateSquareSubsequentMask,
   Transformer,

@@ -185,6 +185,10 @@ export const OPTIONS = {
     'powerSGD: plain all-reduce for this many steps first (start_powerSGD_iter)',
   ),
   channelsLast: boolOpt(false, 'channels-last memory format'),
+  syncBn: boolOpt(
+    false,
+    'nn.SyncBatchNorm: BatchNorm statistics over the global batch of every rank (ResNets; convertSyncBatchnorm)',
+  ),
   tune: boolOpt(
     false,
     'first time a few steps of each memory format and autocast dtype (bf16 where the hardware has it) and train with the fastest',
@@ -307,6 +311,13 @@ export const TrainConfigSchema = z
         code: 'custom',
         path: ['checkpointEvery'],
         message: 'needs a checkpoint folder (--checkpoint-dir)',
+      });
+    }
+    if (c.syncBn && c.model.startsWith('vit')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['syncBn'],
+        message: `${c.model} has no BatchNorm to synchronize`,
       });
     }
     if (c.warmupStartFactor > 1) {

@@ -31,6 +31,8 @@ export interface ModelPlan {
   widthMultiplier: number;
   zeroInitResidual: boolean;
   channelsLast: boolean;
+  /** --sync-bn: the BatchNorms become SyncBatchNorms over the world. */
+  syncBn: boolean;
 }
 
 export interface DataPlan {
@@ -167,6 +169,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
       widthMultiplier: c.widthMultiplier,
       zeroInitResidual: c.zeroInitResidual,
       channelsLast: c.channelsLast,
+      syncBn: c.syncBn,
     },
     data: {
       dataset: c.dataset,

@@ -16,7 +16,7 @@ import {
   vitL16,
   vitTiny,
 } from '../models/index.ts';
-import type { Module } from '../nn/index.ts';
+import { type Module, SyncBatchNorm } from '../nn/index.ts';
 import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
 import type { TrainConfig, TrainConfigInput } from './config.ts';
 import {
@@ -219,7 +219,8 @@ export function buildModel(
         }));
   if (on.deviceType === 'cuda') model.to(on.device);
   if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
-  return model;
+  // Before DDP wraps it, as PyTorch's recipe converts: the statistics of the global batch.
+  return c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
 }
 
 /** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */

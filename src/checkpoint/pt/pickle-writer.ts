@@ -209,7 +209,10 @@ class Writer {
   }
 
   private tensor(x: t.Tensor): void {
-    if (this.inline) return this.inlineTensor(x, this.inline);
+    if (this.inline) {
+      this.inlineTensor(x, this.inline);
+      return;
+    }
     const g = this.plan.groupOf.get(x);
     if (g === undefined) throw new Error('pickle writer: a tensor the plan did not see');
     if (g.key === undefined) {
