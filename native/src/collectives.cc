@@ -177,6 +177,20 @@ Napi::Value MonitoredBarrier(const Napi::CallbackInfo& info) {
   });
 }
 
+// allReduceSync(pg, tensor, op): an all-reduce this thread waits for (the small agreements
+// of Join and DDP's join hook, which PyTorch's code also waits for before going on).
+Napi::Value AllReduceSync(const Napi::CallbackInfo& info) {
+  const char* what = "allReduce";
+  auto& pg = groupArg(info, what);
+  std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = reduceOpArg(info[2]);
+  return guarded(info.Env(), what, [&] {
+    pg->allreduce(tensors, opts)->wait();
+    return info.Env().Undefined();
+  });
+}
+
 // debugLevel() -> 0 (OFF), 1 (INFO), 2 (DETAIL); setDebugLevel(level | -1: from
 // TORCH_DISTRIBUTED_DEBUG). c10d's global level, which its DDP logging reads.
 Napi::Value DebugLevel(const Napi::CallbackInfo& info) {
@@ -207,6 +221,7 @@ void initCollectives(Napi::Env env, Napi::Object exports) {
   exports.Set("allReduceCoalesced", Napi::Function::New(env, AllReduceCoalesced));
   exports.Set("allGatherCoalesced", Napi::Function::New(env, AllGatherCoalesced));
   exports.Set("monitoredBarrier", Napi::Function::New(env, MonitoredBarrier));
+  exports.Set("allReduceSync", Napi::Function::New(env, AllReduceSync));
   exports.Set("debugLevel", Napi::Function::New(env, DebugLevel));
   exports.Set("setDebugLevel", Napi::Function::New(env, SetDebugLevel));
   // As `import torch.distributed` does.

@@ -313,6 +313,56 @@ Napi::Value DdpStats(const Napi::CallbackInfo& info) {
   });
 }
 
+// Uneven inputs (torch.distributed.algorithms.Join, src/distributed/join.ts).
+
+// ddpJoinNotify(h, pg, ones, useStaticWorldSize): Join.notify_join_context's all-reduce of
+// `ones` (this rank has not joined), handed to the Reducer as DDP's _pre_forward does: with
+// useStaticWorldSize false, the Reducer divides gradients by the ranks that have not joined.
+Napi::Value DdpJoinNotify(const Napi::CallbackInfo& info) {
+  const char* what = "DistributedDataParallel.forward (Join)";
+  auto& e = engineArg(info[0], what);
+  auto& pg = processGroups().get(info.Env(), info[1], what);
+  std::vector<at::Tensor> ones{tensorArg(info[2], what)};
+  bool useStaticWorldSize = info[3].ToBoolean().Value();
+  return guarded(info.Env(), what, [&] {
+    e.reducer->set_forward_pass_work_handle(pg->allreduce(ones), useStaticWorldSize);
+    return info.Env().Undefined();
+  });
+}
+
+// ddpJoinShadowBackward(h, pg, findUnused): a joined rank's side of the backward all-reduces
+// of the ranks still training (_DDPJoinHook.main_hook): one all-reduce of zeros per bucket,
+// in the Reducer's bucket order through its comm hook, waited for; the used-parameter map
+// when unused parameters are searched; then the rebuilt parameters are pushed.
+Napi::Value DdpJoinShadowBackward(const Napi::CallbackInfo& info) {
+  const char* what = "Join (DistributedDataParallel)";
+  auto& e = engineArg(info[0], what);
+  auto& pg = processGroups().get(info.Env(), info[1], what);
+  bool findUnused = info[2].ToBoolean().Value();
+  return guarded(info.Env(), what, [&] {
+    auto buckets = e.reducer->get_grad_buckets(/*return_zero_tensors=*/true);
+    std::vector<c10::intrusive_ptr<c10::ivalue::Future>> futures;
+    for (auto& b : buckets) futures.push_back(e.reducer->run_comm_hook(b));
+    for (auto& f : futures) {
+      f->wait();
+      if (f->hasError()) std::rethrow_exception(f->exception_ptr());
+    }
+    if (findUnused) {
+      std::vector<at::Tensor> used{e.reducer->get_local_used_map_on_device()};
+      pg->allreduce(used);  // not waited, as distributed.py's _match_unused_params_allreduce
+    }
+    e.reducer->push_rebuilt_params_for_all_indices();
+    return info.Env().Undefined();
+  });
+}
+
+// ddpSetUnevenInputJoin(h): c10d::Logger records that the run uses Join.
+Napi::Value DdpSetUnevenInputJoin(const Napi::CallbackInfo& info) {
+  auto& e = engineArg(info[0], "Join");
+  e.logger->set_uneven_input_join();
+  return info.Env().Undefined();
+}
+
 Napi::Value DdpDestroy(const Napi::CallbackInfo& info) {
   auto& e = engines();
   int32_t h = info[0].As<Napi::Number>().Int32Value();
@@ -336,6 +386,9 @@ void initReducer(Napi::Env env, Napi::Object exports) {
   exports.Set("ddpSetCommHook", Napi::Function::New(env, DdpSetCommHook));
   exports.Set("ddpStats", Napi::Function::New(env, DdpStats));
   exports.Set("ddpDestroy", Napi::Function::New(env, DdpDestroy));
+  exports.Set("ddpJoinNotify", Napi::Function::New(env, DdpJoinNotify));
+  exports.Set("ddpJoinShadowBackward", Napi::Function::New(env, DdpJoinShadowBackward));
+  exports.Set("ddpSetUnevenInputJoin", Napi::Function::New(env, DdpSetUnevenInputJoin));
 }
 
 }  // namespace tsddp

@@ -144,6 +144,8 @@ export interface NativeAddon {
   allReduceCoalesced(pg: number, tensors: number[], op: string, timeoutMs?: number): Promise<void>;
   allGatherCoalesced(pg: number, outputs: number[][], inputs: number[], timeoutMs?: number): Promise<void>;
   monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean): Promise<void>;
+  /** An all-reduce this thread waits for. */
+  allReduceSync(pg: number, tensor: number, op: string): void;
   /** c10d's debug level: 0 OFF, 1 INFO, 2 DETAIL. */
   debugLevel(): number;
   /** Sets it; -1 reads TORCH_DISTRIBUTED_DEBUG. */
@@ -170,6 +172,9 @@ export interface NativeAddon {
   ddpPrepareForBackward(h: number, outputs: number[]): void;
   ddpSink(h: number, outputs: number[]): number[];
   ddpSetCommHook(h: number, pg: number, hook: string, powerSGD?: object): void;
+  ddpJoinNotify(h: number, pg: number, ones: number, useStaticWorldSize: boolean): void;
+  ddpJoinShadowBackward(h: number, pg: number, findUnused: boolean): void;
+  ddpSetUnevenInputJoin(h: number): void;
   ddpStats(h: number): {
     ints: Record<string, number>;
     strs: Record<string, string>;

@@ -5,10 +5,19 @@ import { isGradEnabled, noGrad } from '../autograd/grad-mode.ts';
 import { fromBytes } from '../core/creation.ts';
 import { TorchError } from '../core/errors.ts';
 import { native } from '../core/native.ts';
+import { ones, zeros } from '../core/ops.generated.ts';
 import { tidy } from '../core/scope.ts';
 import { Tensor, wrap } from '../core/tensor.ts';
 import { Module } from '../nn/module.ts';
 import { DistributedError } from './errors.ts';
+import {
+  DISABLED_JOIN,
+  Join,
+  type Joinable,
+  type JoinConfig,
+  type JoinHook,
+  type JoinOptions,
+} from './join.ts';
 import {
   type PowerSGDOptions,
   type PowerSGDStats,
@@ -61,13 +70,16 @@ export interface DDPStats {
 }
 
 const MiB = 1024 * 1024;
+
+const tOnes = (device: string) => ones([1], { device });
+const tZeros = (device: string) => zeros([1], { device });
 // torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES: a small first bucket starts
 // communication early in backward.
 const FIRST_BUCKET_BYTES = 1 * MiB;
 // _sync_module_states's broadcast_bucket_size.
 const BROADCAST_BUCKET_BYTES = 250 * MiB;
 
-export class DistributedDataParallel<M extends Module = Module> extends Module {
+export class DistributedDataParallel<M extends Module = Module> extends Module implements Joinable {
   readonly module: M;
   readonly processGroup: ProcessGroup;
   readonly bucketCapMb: number;
@@ -80,6 +92,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   private requireBackwardGradSync = true;
   private requireForwardParamSync = true;
   private closed = false;
+  /** Set by a Join context (join.ts); disabled outside one. */
+  joinConfig: JoinConfig = DISABLED_JOIN;
+  /** DDP's join hook option: divide gradients by the initial world size even after ranks join. */
+  private divideByInitialWorldSize = true;
 
   constructor(module: M, opts: DDPOptions = {}) {
     super();
@@ -198,18 +214,21 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /** The wrapped module's forward, with its parameter and return types, and DDP's hooks around it. */
   override forward(...inputs: Parameters<M['forward']>): ReturnType<M['forward']> {
     const grad = isGradEnabled();
+    const join = this.joinConfig;
     // _pre_forward (rebuild_buckets is where the Reducer notices an unfinished reduction)
     try {
       if (grad && this.requireBackwardGradSync) native.ddpPrepareForForward(this.engine);
+      if (join.enable && join.isFirstJoinable) this.notifyJoin(join);
       if (grad) native.ddpRebuildBuckets(this.engine);
     } catch (e) {
       throw withTsOptionNames(e);
     }
-    if (this.requireForwardParamSync && this.broadcastBuffers && this.processGroup.size > 1) {
-      const buffers = this.module.buffers().map((b) => b.h);
-      if (buffers.length > 0)
-        native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, 0);
-    }
+    // With Join, rank 0 may have joined with stale buffers: the buffers come from the
+    // highest rank still training.
+    if (this.syncsBuffersBeforeForward())
+      this.broadcastBuffersFrom(join.enable ? Join.commonRank(this.processGroup, true, this.joinDevice) : 0);
+    // _check_global_requires_backward_grad_sync(is_joined_rank=False): joined ranks wait on it.
+    if (join.enable) this.requiresBackwardSyncFlag(this.requireBackwardGradSync ? 1 : 0);
     let output: unknown = (this.module.forward as (...a: unknown[]) => unknown)(...inputs);
     // _post_forward
     if (grad && this.requireBackwardGradSync) {
@@ -228,6 +247,99 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       this.requireForwardParamSync = false;
     }
     return output as ReturnType<M['forward']>;
+  }
+
+  private syncsBuffersBeforeForward(): boolean {
+    return (
+      this.requireForwardParamSync &&
+      this.broadcastBuffers &&
+      this.processGroup.size > 1 &&
+      this.module.buffers().length > 0
+    );
+  }
+
+  private broadcastBuffersFrom(rank: number): void {
+    const buffers = this.module.buffers().map((b) => b.h);
+    native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, rank);
+  }
+
+  /** An all-reduce of `value` that no non-joined rank waits for; joined ranks read the sum. */
+  private requiresBackwardSyncFlag(value: number): void {
+    const x = noGrad(() => (value === 1 ? tOnes(this.joinDevice) : tZeros(this.joinDevice)));
+    native.allReduce(this.processGroup.h, x.h, 'sum').catch(() => {
+      // A failed group fails the next collective, which reports it.
+    });
+    x.dispose(); // the collective holds its own reference to the storage
+  }
+
+  /** Join.notify_join_context for DDP: the Reducer gets the all-reduce's work. */
+  private notifyJoin(join: JoinConfig): void {
+    const ones = tOnes(this.joinDevice);
+    native.ddpJoinNotify(this.engine, this.processGroup.h, ones.h, this.divideByInitialWorldSize);
+    ones.dispose(); // the collective holds its own reference to the storage
+    if (join.throwOnEarlyTermination) Join.throwIfAnyJoined(this);
+  }
+
+  // --- Joinable (torch.distributed.algorithms.Join) ------------------------------------
+
+  /** The device of the module's parameters: where Join's agreement tensors go. */
+  get joinDevice(): string {
+    return this.params[0].device;
+  }
+
+  get joinProcessGroup(): ProcessGroup {
+    return this.processGroup;
+  }
+
+  /**
+   * DDP's join hook (torch's _DDPJoinHook): a joined rank shadows each iteration of the
+   * others (buffer broadcast, backward-sync flag, one all-reduce of zeros per bucket) and,
+   * once all have joined, takes the final model from the last rank to join.
+   * `divideByInitialWorldSize` (default true): gradients stay averaged over the whole
+   * world, joined ranks counting as zeros; false averages over the ranks still training.
+   */
+  joinHook(options: Record<string, unknown> = {}): JoinHook {
+    const divide = options.divideByInitialWorldSize ?? true;
+    if (typeof divide !== 'boolean')
+      throw new TypeError('DistributedDataParallel.joinHook(): divideByInitialWorldSize must be a boolean');
+    const unknown = Object.keys(options).filter((k) => k !== 'divideByInitialWorldSize');
+    if (unknown.length > 0)
+      throw new TypeError(`DistributedDataParallel.joinHook(): unknown option(s) ${unknown.join(', ')}`);
+    this.divideByInitialWorldSize = divide;
+    native.ddpSetUnevenInputJoin(this.engine);
+    return {
+      mainHook: () => this.shadowIteration(),
+      postHook: (isLastJoiner) => {
+        const src = Join.commonRank(this.processGroup, isLastJoiner, this.joinDevice);
+        const states = [...this.module.parameters(), ...(this.broadcastBuffers ? this.module.buffers() : [])];
+        noGrad(() =>
+          native.broadcastCoalesced(
+            this.processGroup.h,
+            states.map((x) => x.h),
+            BROADCAST_BUCKET_BYTES,
+            src,
+          ),
+        );
+      },
+    };
+  }
+
+  private shadowIteration(): void {
+    native.ddpRebuildBuckets(this.engine);
+    if (this.syncsBuffersBeforeForward())
+      this.broadcastBuffersFrom(Join.commonRank(this.processGroup, false, this.joinDevice));
+    const sync = Join.agree(this.processGroup, 0, this.joinDevice) !== 0;
+    this.requireForwardParamSync = sync;
+    if (!sync) return;
+    native.ddpJoinShadowBackward(this.engine, this.processGroup.h, this.findUnusedParameters);
+  }
+
+  /**
+   * A Join over this model alone (torch's DistributedDataParallel.join): `run` the loop in it.
+   * `divideByInitialWorldSize` as in joinHook.
+   */
+  join(opts: JoinOptions & { divideByInitialWorldSize?: boolean } = {}): Join {
+    return new Join([this], opts);
   }
 
   // Static graph, first iteration: route the outputs through DDPSink so the Reducer's

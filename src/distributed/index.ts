@@ -1,3 +1,4 @@
+export * as algorithms from './algorithms.ts';
 export {
   allGather,
   allGatherCoalesced,
