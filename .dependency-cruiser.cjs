@@ -47,6 +47,12 @@ module.exports = {
       { path: '^src/(?!core/|autograd/|files/|errors/|env/)' },
     ),
     forbid(
+      'nn-below-ddp',
+      "src/nn reaches src/distributed only for process groups (SyncBatchNorm's), never DDP or the object collectives, which build on nn and checkpoint.",
+      { path: '^src/nn/' },
+      { path: '^src/distributed/(?!process-group\\.ts|store\\.ts|env\\.ts|errors\\.ts)' },
+    ),
+    forbid(
       'library-below-application',
       'The library layers (core .. models) know nothing of the launcher, the recipe, views or the CLI.',
       { path: LIBRARY },
