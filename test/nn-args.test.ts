@@ -295,6 +295,13 @@ const MODULE_CASES: Record<string, Case> = {
   RMSNorm: { req: () => [4], skip: DEVICE },
   RNNBase: { req: () => ['LSTM', 3, 4], skip: DEVICE },
   RNNCellBase: { req: () => [3, 4, true, 4], skip: DEVICE },
+  SyncBatchNorm: {
+    req: () => [3],
+    skip: {
+      ...DEVICE,
+      processGroup: 'needs an initialized process group: test/sync-batchnorm.test.ts normalises over one',
+    },
+  },
   Threshold: { req: () => [0.1, 2] },
   Transformer: {
     req: none,

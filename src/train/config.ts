@@ -220,6 +220,11 @@ export const OPTIONS = {
   pinMemory: boolOpt(true, 'pinned host memory for batches (with CUDA)'),
   persistentWorkers: boolOpt(true, 'keep the workers between epochs'),
   prefetch: intOpt(1, 2, 'batches queued per worker', MAX_PREFETCH),
+  uneven: enumOpt(
+    ['pad', 'join'],
+    'pad',
+    "ranks' unequal shares of an epoch: pad (repeat samples so every rank has as many, DistributedSampler's way) or join (each sample once; a rank that runs out first shadows the others: torch.distributed.algorithms.Join)",
+  ),
   skipBadSamples: intOptional(
     0,
     'replace a sample that fails to load by the next one, logging its file, and fail after this many (a bare flag: 100; default: fail on the first)',
@@ -311,6 +316,14 @@ export const TrainConfigSchema = z
         code: 'custom',
         path: ['checkpointEvery'],
         message: 'needs a checkpoint folder (--checkpoint-dir)',
+      });
+    }
+    if (c.uneven === 'join' && c.checkpointEvery > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['uneven'],
+        message:
+          'join checkpoints at epoch ends only, when every rank holds the same state (--checkpoint-every 0)',
       });
     }
     if (c.syncBn && c.model.startsWith('vit')) {

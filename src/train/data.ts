@@ -195,8 +195,10 @@ export interface Loaders {
   train: data.DataLoader;
   sampler: ResumableSampler;
   val: data.DataLoader;
-  /** Micro-batches per epoch on each rank. */
+  /** Micro-batches per epoch on this rank. */
   batchesPerEpoch: number;
+  /** Micro-batches per epoch on the rank with the most (all ranks alike unless --uneven join). */
+  maxBatchesPerEpoch: number;
   /** Images per training micro-batch. */
   batchSize: number;
 }
@@ -229,8 +231,11 @@ export function buildLoaders(
 ): Loaders {
   const c = plan.data;
   const { seed, gradAccum } = plan.loop;
+  const shard = { numReplicas: worldSize, rank, shuffle: true, seed };
   const sampler = new ResumableSampler(
-    new data.DistributedSampler(setup.train, { numReplicas: worldSize, rank, shuffle: true, seed }),
+    c.uneven === 'join'
+      ? new UnpaddedDistributedSampler(setup.train, shard)
+      : new data.DistributedSampler(setup.train, shard),
     setup.train,
   );
   const loading = {
@@ -250,12 +255,17 @@ export function buildLoaders(
     seed,
   });
   const batchesPerEpoch = Math.floor(sampler.inner.length / c.batchSize);
-  if (batchesPerEpoch < gradAccum) {
+  // The smallest and largest shares: every rank checks the same numbers.
+  const fewest = Math.floor(setup.train.length / worldSize);
+  const most = Math.ceil(setup.train.length / worldSize);
+  const smallest = c.uneven === 'join' ? fewest : sampler.inner.length;
+  if (Math.floor(smallest / c.batchSize) < gradAccum) {
     throw new RangeError(
-      `each rank gets ${sampler.inner.length} training samples per epoch: fewer than one step of ` +
+      `each rank gets ${smallest} training samples per epoch: fewer than one step of ` +
         `${gradAccum} x ${c.batchSize} (grad-accum x batch-size); use a smaller batch or more data`,
     );
   }
+  const maxBatchesPerEpoch = c.uneven === 'join' ? Math.floor(most / c.batchSize) : batchesPerEpoch;
   // No padding for validation: each sample is evaluated on exactly one rank.
   const val = new data.DataLoader(setup.val, {
     ...loading,
@@ -263,7 +273,31 @@ export function buildLoaders(
     batchSize: c.evalBatchSize,
     sampler: new data.DistributedEvalSampler(setup.val, { numReplicas: worldSize, rank }),
   });
-  return { train, sampler, val, batchesPerEpoch, batchSize: c.batchSize };
+  return { train, sampler, val, batchesPerEpoch, maxBatchesPerEpoch, batchSize: c.batchSize };
+}
+
+/**
+ * DistributedSampler without its padding, for --uneven join: the same shuffled order,
+ * rank r taking samples r, r + W, r + 2W, ... of it, so each sample is seen once per
+ * epoch and the ranks' shares differ by at most one.
+ */
+export class UnpaddedDistributedSampler extends data.DistributedSampler {
+  private readonly own: number;
+
+  constructor(dataset: { length: number }, opts: data.DistributedSamplerOptions) {
+    super(dataset, opts);
+    const n = dataset.length;
+    this.own = Math.floor(n / this.numReplicas) + (this.rank < n % this.numReplicas ? 1 : 0);
+  }
+
+  override get length(): number {
+    return this.own;
+  }
+
+  /** DistributedSampler's padded share cut at this rank's own samples (the padding comes last). */
+  override indices(): number[] {
+    return super.indices().slice(0, this.own);
+  }
 }
 
 /**

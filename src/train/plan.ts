@@ -55,6 +55,8 @@ export interface DataPlan {
   persistentWorkers: boolean;
   prefetch: number;
   skipBadSamples: number | undefined;
+  /** --uneven: pad every rank's share to equal batches, or leave them unequal and train in Join. */
+  uneven: 'pad' | 'join';
 }
 
 export interface SchedulePlan {
@@ -187,6 +189,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
       persistentWorkers: c.persistentWorkers,
       prefetch: c.prefetch,
       skipBadSamples: c.skipBadSamples,
+      uneven: c.uneven,
     },
     optim: {
       name: c.optimizer,

@@ -17,21 +17,26 @@ export class RunPosition {
   private reshardAt: number | null = null;
   readonly startStep: number;
   readonly stepsPerEpoch: number;
+  /** This rank's steps in an epoch: fewer than stepsPerEpoch on a rank that joins early (--uneven join). */
+  readonly ownStepsPerEpoch: number;
   /** The step the run stops at (--max-steps or the end of the last epoch). */
   readonly endStep: number;
 
-  /** `log`: rank 0's messages on how a resume goes on. */
-  /** `stepsPerEpoch`: setup.ts's count for this rank's loader. */
+  /**
+   * `steps`: setup.ts's counts of steps per epoch, the world's and this rank's; `log`: rank 0's
+   * messages on how a resume goes on.
+   */
   constructor(
     private readonly plan: Pick<RunPlan, 'data' | 'loop'>,
     private readonly loaders: Loaders,
     private readonly worldSize: number,
-    stepsPerEpoch: number,
+    steps: { stepsPerEpoch: number; ownStepsPerEpoch: number },
     resume: ResumePoint | null,
     log: (line: string) => void,
   ) {
     const { epochs, maxSteps } = plan.loop;
-    this.stepsPerEpoch = stepsPerEpoch;
+    this.stepsPerEpoch = steps.stepsPerEpoch;
+    this.ownStepsPerEpoch = steps.ownStepsPerEpoch;
     let totalSteps = epochs * this.stepsPerEpoch;
     this.startStep = resume?.step ?? 0;
     if (resume !== null) {
@@ -57,6 +62,22 @@ export class RunPosition {
    */
   get epochFinished(): boolean {
     return this.stepInEpoch >= this.stepsPerEpoch;
+  }
+
+  /** Whether this rank's batches of the epoch are all used (sooner than epochFinished on a rank that joins early). */
+  get ownEpochFinished(): boolean {
+    return this.stepInEpoch >= this.ownStepsPerEpoch;
+  }
+
+  /**
+   * After a Join (--uneven join): a rank that stopped early takes the step the others
+   * reached, `step` (their state is broadcast to it by then).
+   */
+  catchUp(step: number): void {
+    const behind = step - this.step;
+    this.step = step;
+    this.stepInEpoch += behind;
+    this.samplesInEpoch += behind * this.imagesPerStep * this.worldSize;
   }
 
   get runFinished(): boolean {

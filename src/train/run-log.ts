@@ -243,7 +243,7 @@ export function describeRun(parts: RunParts, stepsPerEpoch: number): string {
     `${(params / 1e6).toFixed(2)}M parameters; ${data.dataset} ${imageSize}x${imageSize}: ` +
     `${train.length} train / ${val.length} val; world ${pg.worldSize} x batch ${data.batchSize} x accum ${loop.gradAccum} ` +
     `= ${gb} images/step; lr ${parts.lr.toPrecision(4)}${rule}; ` +
-    `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}; ` +
+    `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}${data.uneven === 'join' ? ', uneven shares in Join' : ''}; ` +
     `${optim.name}${optim.impl === 'auto' ? '' : ` (${optim.impl})`}; ${t.getNumThreads()} thread(s)/rank; ` +
     `${data.workers} loader worker(s)${parts.ddp !== null ? `; DDP buckets ${ddp.bucketCapMb} MiB` : ''}`
   );

@@ -55,8 +55,10 @@ export interface RunParts {
   dataIdentity: DataIdentity;
   /** The learning rate for this world's global batch (linear scaling rule, plan.ts lrOf). */
   lr: number;
-  /** Optimizer steps in an epoch of this rank's loader. */
+  /** Optimizer steps in an epoch: the world's (the rank with the most batches, with --uneven join). */
   stepsPerEpoch: number;
+  /** Optimizer steps in an epoch of this rank's loader (fewer than stepsPerEpoch on a rank that joins early). */
+  ownStepsPerEpoch: number;
   /** performance.now() when the run started. */
   started: number;
 }
@@ -120,7 +122,8 @@ async function setupParts(
       return { setup, model, optimizer };
     });
     loaders = buildLoaders(plan, setup, pg.rank, pg.worldSize);
-    const stepsPerEpoch = Math.floor(loaders.batchesPerEpoch / plan.loop.gradAccum);
+    const stepsPerEpoch = Math.floor(loaders.maxBatchesPerEpoch / plan.loop.gradAccum);
+    const ownStepsPerEpoch = Math.floor(loaders.batchesPerEpoch / plan.loop.gradAccum);
     const scheduler = buildScheduler(optimizer, plan, stepsPerEpoch, lr);
     const scaler = plan.amp.scaler ? new GradScaler({ device: on.deviceType }) : null;
     beat('choosing the checkpoint to resume', true);
@@ -151,6 +154,7 @@ async function setupParts(
       dataIdentity: identity,
       lr,
       stepsPerEpoch,
+      ownStepsPerEpoch,
       started,
     };
   } catch (e) {

@@ -20,6 +20,7 @@ import { describeRun, RunLog } from './run-log.ts';
 import { closeParts, type RunParts, setupRun } from './setup.ts';
 import { StepRunner } from './step.ts';
 import type { StepInfo, TrainHooks, TrainResult } from './types.ts';
+import { joinEpoch } from './uneven.ts';
 
 export type { StepInfo, TrainHooks, TrainResult };
 
@@ -79,7 +80,7 @@ export class Trainer {
     this.pendingEval = (resume?.evalPending ?? false) && plan.loop.evalEvery > 0;
     try {
       const log = (line: string) => this.runLog.log(line);
-      this.at = new RunPosition(plan, parts.loaders, this.worldSize, parts.stepsPerEpoch, resume, log);
+      this.at = new RunPosition(plan, parts.loaders, this.worldSize, parts, resume, log);
     } catch (e) {
       this.runLog.close(); // a resume position that cannot be (a bad re-shard): the rank file closes
       throw e;
@@ -116,13 +117,22 @@ export class Trainer {
       }
       while (!at.runFinished) {
         const batches = epochBatches(this.parts.loaders, at.epoch, at.takeEpochStart());
-        try {
-          while (!at.epochFinished && !at.runFinished) {
+        const epoch = async () => {
+          while (!at.ownEpochFinished && !at.runFinished) {
             await this.trainStep(batches);
             await this.afterStep();
           }
+        };
+        try {
+          if (this.joinsUneven) await joinEpoch(this.parts, at, epoch);
+          else await epoch();
         } finally {
           await batches.return?.(undefined);
+        }
+        // --uneven join: the epoch's checkpoint once every rank holds the same state again.
+        if (this.joinsUneven && this.plan.io.checkpointDir !== undefined) {
+          this.runLog.flush();
+          await this.checkpoint();
         }
         if (this.evalDue(at.nextEpochIfDone(), at.epoch)) await this.evaluate();
       }
@@ -150,12 +160,21 @@ export class Trainer {
     this.runLog.endStep({ epoch, step, lr, images, ms }, this.ddp?.stats());
   }
 
+  /**
+   * With --uneven join, the ranks' states differ until the epoch's Join ends: checkpoints
+   * wait for it (fit()).
+   */
+  private get joinsUneven(): boolean {
+    return this.plan.data.uneven === 'join' && this.ddp !== null;
+  }
+
   /** After a step: metrics at log intervals, the checkpoint when due, the hook. */
   private async afterStep(): Promise<void> {
     const { io, loop } = this.plan;
     const { step, epochFinished, runFinished } = this.at;
     const checkpointDue =
       io.checkpointDir !== undefined &&
+      !this.joinsUneven &&
       ((io.checkpointEvery > 0 && step % io.checkpointEvery === 0) || epochFinished || runFinished);
     if (step % loop.logEvery === 0 || this.runLog.full || checkpointDue || epochFinished || runFinished)
       this.runLog.flush();

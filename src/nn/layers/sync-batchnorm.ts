@@ -25,6 +25,7 @@ export interface SyncBatchNormOptions extends BatchNormOptions {
 const SYNC = signature('SyncBatchNorm', {
   required: ['numFeatures'],
   optional: ['eps', 'momentum', 'affine', 'trackRunningStats', 'processGroup', 'device', 'dtype'],
+  keywordOnly: ['bias'],
 });
 
 /** Batch normalisation over the global batch of a process group (torch.nn.SyncBatchNorm). */
