@@ -47,6 +47,26 @@ function rootOf(pg: ProcessGroup, global: number | undefined, opts: RootObjectOp
   return pg.ranks.indexOf(global ?? 0);
 }
 
+/**
+ * The first half of all_gather_object and gather_object: `obj` pickled, every rank's pickle
+ * size (an all-gather), and this rank's pickle padded to the largest.
+ */
+async function pickledAndSized(
+  obj: unknown,
+  pg: ProcessGroup,
+  device: string,
+): Promise<{ padded: t.Tensor; sizes: number[]; max: number }> {
+  const [input, localSize] = objectTensor(obj, device);
+  const sizesTensor = t.zeros([pg.size], { dtype: 'int64', device });
+  const sizeList = Array.from({ length: pg.size }, (_, i) => sizesTensor.narrow(0, i, 1));
+  await allGather(sizeList, localSize, { group: pg });
+  const sizes = numbers(sizesTensor);
+  const max = Math.max(...sizes);
+  const padded = t.zeros([max], { dtype: 'uint8', device });
+  padded.narrow(0, 0, input.shape[0]).copy_(input);
+  return { padded, sizes, max };
+}
+
 /** Fills `objectList[r]` with rank r's `obj` (torch's all_gather_object). */
 export async function allGatherObject(
   objectList: unknown[],
@@ -56,14 +76,7 @@ export async function allGatherObject(
   const pg = resolveGroup(opts.group);
   if (!pg.isMember) return;
   const device = deviceOf(pg);
-  const [input, localSize] = objectTensor(obj, device);
-  const sizesTensor = t.zeros([pg.size], { dtype: 'int64', device });
-  const sizeList = Array.from({ length: pg.size }, (_, i) => sizesTensor.narrow(0, i, 1));
-  await allGather(sizeList, localSize, { group: pg });
-  const sizes = numbers(sizesTensor);
-  const max = Math.max(...sizes);
-  const padded = t.zeros([max], { dtype: 'uint8', device });
-  padded.narrow(0, 0, input.shape[0]).copy_(input);
+  const { padded, sizes, max } = await pickledAndSized(obj, pg, device);
   const out = t.empty([max * pg.size], { dtype: 'uint8', device });
   const outputs = Array.from({ length: pg.size }, (_, i) => out.narrow(0, max * i, max));
   await allGather(outputs, padded, { group: pg });
@@ -87,14 +100,7 @@ export async function gatherObject(
       'gatherObject(): objectGatherList must not be given on ranks other than the destination',
     );
   const device = deviceOf(pg);
-  const [input, localSize] = objectTensor(obj, device);
-  const sizesTensor = t.zeros([pg.size], { dtype: 'int64', device });
-  const sizeList = Array.from({ length: pg.size }, (_, i) => sizesTensor.narrow(0, i, 1));
-  await allGather(sizeList, localSize, { group: pg });
-  const sizes = numbers(sizesTensor);
-  const max = Math.max(...sizes);
-  const padded = t.zeros([max], { dtype: 'uint8', device });
-  padded.narrow(0, 0, input.shape[0]).copy_(input);
+  const { padded, sizes, max } = await pickledAndSized(obj, pg, device);
   const out = pg.rank === root ? t.empty([max * pg.size], { dtype: 'uint8', device }) : null;
   const outputs = out ? Array.from({ length: pg.size }, (_, i) => out.narrow(0, max * i, max)) : null;
   await gather(padded, outputs, undefined, { group: pg, groupRank: root });

@@ -115,6 +115,37 @@ export abstract class _NormBase extends Module {
     stateDict.set(key, this._buffers.get('num_batches_tracked') ?? t.zeros([], { dtype: 'int64' }));
   }
 
+  /**
+   * What one forward passes to batch_norm, decided as torch's _BatchNorm.forward does: the
+   * batch counted in training, the running-average factor (1 / batches with momentum
+   * null), whether batch statistics are used, and the running statistics handed over (none
+   * in training without tracking).
+   */
+  protected batchNormArgs(): {
+    factor: number;
+    useBatchStats: boolean;
+    runningMean: t.Tensor | null;
+    runningVar: t.Tensor | null;
+  } {
+    let factor = this.momentum ?? 0;
+    const nbt = this._buffers.get('num_batches_tracked') ?? null;
+    if (this.training && this.trackRunningStats && nbt !== null) {
+      nbt.add_(1);
+      factor = this.momentum === null ? 1 / nbt.item() : this.momentum;
+    }
+    const runningMean = this.runningMean;
+    const runningVar = this.runningVar;
+    // Batch statistics in training, and in eval when there are no running statistics.
+    const useBatchStats = this.training || (runningMean === null && runningVar === null);
+    const passStats = !this.training || this.trackRunningStats;
+    return {
+      factor,
+      useBatchStats,
+      runningMean: passStats ? runningMean : null,
+      runningVar: passStats ? runningVar : null,
+    };
+  }
+
   override extraRepr(): string {
     const m = this.momentum === null ? 'None' : String(this.momentum);
     const b = (x: boolean) => (x ? 'True' : 'False');
@@ -142,18 +173,8 @@ export abstract class BatchNorm extends _NormBase {
 
   override forward(input: t.Tensor): t.Tensor {
     this.checkInputDim(input);
-    let factor = this.momentum ?? 0;
-    const nbt = this.numBatchesTracked;
-    if (this.training && this.trackRunningStats && nbt !== null) {
-      nbt.add_(1);
-      factor = this.momentum === null ? 1 / nbt.item() : this.momentum;
-    }
-    const runningMean = this.runningMean;
-    const runningVar = this.runningVar;
-    // Batch statistics in training, and in eval when there are no running statistics.
-    const useBatchStats = this.training || (runningMean === null && runningVar === null);
-    const passStats = !this.training || this.trackRunningStats;
-    return F.batchNorm(input, passStats ? runningMean : null, passStats ? runningVar : null, {
+    const { factor, useBatchStats, runningMean, runningVar } = this.batchNormArgs();
+    return F.batchNorm(input, runningMean, runningVar, {
       weight: this.weight,
       bias: this.bias,
       training: useBatchStats,

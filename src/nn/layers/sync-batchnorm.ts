@@ -45,32 +45,17 @@ export class SyncBatchNorm extends _NormBase {
     if (input.ndim < 2) throw new RangeError(`expected at least 2D input (got ${input.ndim}D input)`);
     if (input.shape[1] === 0)
       throw new RangeError('SyncBatchNorm number of input channels should be non-zero');
-    let factor = this.momentum ?? 0;
-    const nbt = this.numBatchesTracked;
-    if (this.training && this.trackRunningStats && nbt !== null) {
-      nbt.add_(1);
-      factor = this.momentum === null ? 1 / nbt.item() : this.momentum;
-    }
-    const runningMean = this.runningMean;
-    const runningVar = this.runningVar;
-    const useBatchStats = this.training || (runningMean === null && runningVar === null);
-    const passStats = !this.training || this.trackRunningStats;
+    const { factor, useBatchStats, runningMean, runningVar } = this.batchNormArgs();
     const group = useBatchStats && this.training && isInitialized() ? resolveGroup(this.processGroup) : null;
     if (group === null || group.size === 1 || !group.isMember)
-      return F.batchNorm(input, passStats ? runningMean : null, passStats ? runningVar : null, {
+      return F.batchNorm(input, runningMean, runningVar, {
         weight: this.weight,
         bias: this.bias,
         training: useBatchStats,
         momentum: factor,
         eps: this.eps,
       });
-    return this.syncForward(
-      input,
-      group,
-      passStats ? runningMean : null,
-      passStats ? runningVar : null,
-      factor,
-    );
+    return this.syncForward(input, group, runningMean, runningVar, factor);
   }
 
   private syncForward(
