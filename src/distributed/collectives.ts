@@ -27,6 +27,24 @@ export interface P2POptions {
   groupPeer?: number;
 }
 
+const COLLECTIVE_KEYS = ['group', 'asyncOp', 'timeoutMs'];
+const ROOT_KEYS = [...COLLECTIVE_KEYS, 'groupRank'];
+const P2P_KEYS = ['group', 'tag', 'groupPeer'];
+const BARRIER_KEYS = ['group', 'timeoutMs', 'waitAllRanks'];
+
+/**
+ * The group of a call's options (default: the world), after refusing an option the call
+ * does not take: a misspelt `group` would otherwise run the collective on the whole world.
+ */
+export function groupOf(opts: object, what: string, keys: readonly string[]): ProcessGroup {
+  const unknown = Object.keys(opts).filter((k) => !keys.includes(k));
+  if (unknown.length > 0)
+    throw new TypeError(
+      `${what}(): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; it takes ${keys.join(', ')}`,
+    );
+  return resolveGroup((opts as { group?: ProcessGroup | null }).group);
+}
+
 const REDUCE_OPS = new Set<unknown>(Object.values(ReduceOp));
 
 /** Refuses an op that is not a ReduceOp (or its string), before any rank waits on it. */
@@ -115,7 +133,7 @@ function work(p: Promise<unknown>, op: string, pg: ProcessGroup): Work {
 
 /** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
 export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: CollectiveOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allReduce', COLLECTIVE_KEYS);
   checkOp(op, 'allReduce');
   checkAvg(op, tensor, pg, 'allReduce');
   if (!pg.isMember) return notInGroup(pg, 'allReduce');
@@ -124,7 +142,7 @@ export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: Col
 
 /** Copies `tensor` from rank `src` (global; or `groupRank`) to every rank, in place. */
 export function broadcast(tensor: Tensor, src?: number, opts: RootOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'broadcast', ROOT_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'broadcast');
   const root = groupPeer(pg, src, opts.groupRank, 'broadcast');
   return work(native.broadcast(pg.h, tensor.h, root, opts.timeoutMs), 'broadcast', pg);
@@ -132,7 +150,7 @@ export function broadcast(tensor: Tensor, src?: number, opts: RootOptions = {}):
 
 /** Fills `outputs[r]` with rank r's `input` (outputs has one tensor per rank). */
 export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allGather', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'allGather');
   expectCount(outputs, pg, 'allGather', 'output tensors');
   const hs = outputs.map((t) => t.h);
@@ -152,7 +170,7 @@ function flat(x: Tensor): Tensor {
  * ([worldSize, ...input.shape]) (torch's all_gather_into_tensor).
  */
 export function allGatherIntoTensor(output: Tensor, input: Tensor, opts: CollectiveOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allGatherIntoTensor', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'allGatherIntoTensor');
   if (output.numel() !== input.numel() * pg.size)
     throw new TypeError(
@@ -172,7 +190,7 @@ export function reduceScatter(
   op: ReduceOp = ReduceOp.SUM,
   opts: CollectiveOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'reduceScatter', COLLECTIVE_KEYS);
   checkOp(op, 'reduceScatter');
   checkAvg(op, output, pg, 'reduceScatter');
   if (!pg.isMember) return notInGroup(pg, 'reduceScatter');
@@ -191,7 +209,7 @@ export function reduceScatterTensor(
   op: ReduceOp = ReduceOp.SUM,
   opts: CollectiveOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'reduceScatterTensor', COLLECTIVE_KEYS);
   checkOp(op, 'reduceScatterTensor');
   checkAvg(op, output, pg, 'reduceScatterTensor');
   if (!pg.isMember) return notInGroup(pg, 'reduceScatterTensor');
@@ -213,7 +231,7 @@ export function reduce(
   op: ReduceOp = ReduceOp.SUM,
   opts: RootOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'reduce', ROOT_KEYS);
   checkOp(op, 'reduce');
   checkAvg(op, tensor, pg, 'reduce');
   if (!pg.isMember) return notInGroup(pg, 'reduce');
@@ -228,7 +246,7 @@ export function gather(
   dst?: number,
   opts: RootOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'gather', ROOT_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'gather');
   const root = groupPeer(pg, dst ?? (opts.groupRank === undefined ? 0 : undefined), opts.groupRank, 'gather');
   const list = rootList(gatherList, pg, root, 'gather', 'gatherList');
@@ -242,7 +260,7 @@ export function scatter(
   src?: number,
   opts: RootOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'scatter', ROOT_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'scatter');
   const root = groupPeer(
     pg,
@@ -283,7 +301,7 @@ export function allToAllSingle(
   inputSplitSizes?: number[] | null,
   opts: CollectiveOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allToAllSingle', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'allToAllSingle');
   checkSplits(outputSplitSizes, output, pg, 'outputSplitSizes');
   checkSplits(inputSplitSizes, input, pg, 'inputSplitSizes');
@@ -323,7 +341,7 @@ function checkSplits(splits: number[] | null | undefined, t: Tensor, pg: Process
 
 /** Sends `inputs[r]` to rank r and receives rank r's into `outputs[r]` (torch's all_to_all). */
 export function allToAll(outputs: Tensor[], inputs: Tensor[], opts: CollectiveOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allToAll', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'allToAll');
   expectCount(outputs, pg, 'allToAll', 'output tensors');
   expectCount(inputs, pg, 'allToAll', 'input tensors');
@@ -338,7 +356,7 @@ export function allReduceCoalesced(
   op: ReduceOp = ReduceOp.SUM,
   opts: CollectiveOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allReduceCoalesced', COLLECTIVE_KEYS);
   checkOp(op, 'allReduceCoalesced');
   for (const x of tensors) checkAvg(op, x, pg, 'allReduceCoalesced');
   if (!pg.isMember) return notInGroup(pg, 'allReduceCoalesced');
@@ -352,7 +370,7 @@ export function allGatherCoalesced(
   inputs: Tensor[],
   opts: CollectiveOptions = {},
 ): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allGatherCoalesced', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'allGatherCoalesced');
   if (outputLists.length !== pg.size)
     throw new TypeError(
@@ -365,7 +383,7 @@ export function allGatherCoalesced(
 
 /** Waits until every rank reaches the barrier. */
 export function barrier(opts: CollectiveOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'barrier', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'barrier');
   return work(native.barrier(pg.h, opts.timeoutMs), 'barrier', pg);
 }
@@ -383,7 +401,7 @@ export interface MonitoredBarrierOptions {
  * within the timeout, fails naming them (torch's monitored_barrier; Gloo only).
  */
 export function monitoredBarrier(opts: MonitoredBarrierOptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'monitoredBarrier', BARRIER_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'monitoredBarrier');
   if (pg.backend !== 'gloo')
     throw new TypeError('monitoredBarrier(): only the Gloo backend has it, as in PyTorch');
@@ -393,7 +411,7 @@ export function monitoredBarrier(opts: MonitoredBarrierOptions = {}): Work {
 
 /** Sends `tensor` to rank `dst` (global; or `groupPeer`) and resolves once it is sent. */
 export function isend(tensor: Tensor, dst?: number, opts: P2POptions = {}): Work {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'isend', P2P_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'isend');
   const peer = groupPeer(pg, dst, opts.groupPeer, 'isend');
   if (peer === pg.rank) throw new TypeError(`isend(): rank ${pg.rank} cannot send to itself`);
@@ -402,10 +420,11 @@ export function isend(tensor: Tensor, dst?: number, opts: P2POptions = {}): Work
 
 /** Receives into `tensor` from rank `src` (global; or `groupPeer`; neither: any rank). */
 export function irecv(tensor: Tensor, src?: number, opts: P2POptions = {}): Work {
+  const pg = groupOf(opts, 'irecv', P2P_KEYS);
   return new Work(
     recvFrom(tensor, src, opts, 'irecv').then(() => undefined),
     'irecv',
-    resolveGroup(opts.group).rank,
+    pg.rank,
   );
 }
 
@@ -425,7 +444,7 @@ async function recvFrom(
   opts: P2POptions,
   what: string,
 ): Promise<number> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, what, P2P_KEYS);
   if (!pg.isMember) {
     await notInGroup(pg, what);
     return -1;
@@ -470,6 +489,12 @@ export function batchIsendIrecv(ops: P2POp[]): Work[] {
   const group = ops[0].group ?? null;
   if (ops.some((o) => (o.group ?? null) !== group))
     throw new TypeError('batchIsendIrecv(): every P2POp must use the same group');
+  // PyTorch coalesces the batch on NCCL (one group call); tsddp issues the ops one by one,
+  // which is right on Gloo but can deadlock NCCL's paired sends and receives.
+  if (resolveGroup(group).backend === 'nccl' && ops.some((o) => o.tensor.isCuda))
+    throw new TypeError(
+      'batchIsendIrecv(): on NCCL the batch must be coalesced, which tsddp does not do yet; use Gloo, or isend/irecv in an order both sides match',
+    );
   return ops.map((o) => o.op(o.tensor, o.peer, { group: o.group, tag: o.tag, groupPeer: o.groupPeer }));
 }
 

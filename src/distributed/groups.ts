@@ -31,6 +31,11 @@ function checkRanks(ranks: readonly number[], worldSize: number, what: string): 
  * GroupMember.NON_GROUP_MEMBER).
  */
 export function newGroup(ranks?: readonly number[] | null, opts: NewGroupOptions = {}): ProcessGroup {
+  const unknown = Object.keys(opts).filter((k) => k !== 'timeoutMs' && k !== 'backend');
+  if (unknown.length > 0)
+    throw new TypeError(
+      `newGroup(): unknown option(s) ${unknown.join(', ')}; it takes timeoutMs and backend (groups are made on every rank, as new_group's default use_local_synchronization=False)`,
+    );
   const worldGroup = getDefaultGroup();
   const init = worldInit();
   const members = checkRanks(ranks ?? worldGroup.ranks, worldGroup.size, 'newGroup');

@@ -9,8 +9,8 @@
 import { pickleObject, unpickleObject } from '../checkpoint/pt/object-pickle.ts';
 import type { PtValue } from '../checkpoint/pt/values.ts';
 import * as t from '../core/index.ts';
-import { allGather, broadcast, gather, recv, scatter, send } from './collectives.ts';
-import { type ProcessGroup, resolveGroup } from './process-group.ts';
+import { allGather, broadcast, gather, groupOf, recv, scatter, send } from './collectives.ts';
+import type { ProcessGroup } from './process-group.ts';
 
 export interface ObjectOptions {
   group?: ProcessGroup | null;
@@ -73,7 +73,7 @@ export async function allGatherObject(
   obj: unknown,
   opts: ObjectOptions = {},
 ): Promise<void> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'allGatherObject', ['group']);
   if (!pg.isMember) return;
   const device = deviceOf(pg);
   const { padded, sizes, max } = await pickledAndSized(obj, pg, device);
@@ -90,7 +90,7 @@ export async function gatherObject(
   dst?: number,
   opts: RootObjectOptions = {},
 ): Promise<void> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'gatherObject', ['group', 'groupRank']);
   if (!pg.isMember) return;
   const root = rootOf(pg, dst, opts);
   if (pg.rank === root && !objectGatherList)
@@ -114,7 +114,7 @@ export async function broadcastObjectList(
   src?: number,
   opts: RootObjectOptions = {},
 ): Promise<void> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'broadcastObjectList', ['group', 'groupRank']);
   if (!pg.isMember) return;
   const root = rootOf(pg, src, opts);
   const device = deviceOf(pg);
@@ -148,7 +148,7 @@ export async function scatterObjectList(
   src?: number,
   opts: RootObjectOptions = {},
 ): Promise<void> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'scatterObjectList', ['group', 'groupRank']);
   if (!pg.isMember) return;
   if (!Array.isArray(scatterObjectOutputList) || scatterObjectOutputList.length < 1)
     throw new TypeError('scatterObjectList(): scatterObjectOutputList must be a list of at least one item');
@@ -184,7 +184,7 @@ export async function sendObjectList(
   dst: number,
   opts: ObjectOptions = {},
 ): Promise<void> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'sendObjectList', ['group']);
   if (!pg.isMember) return;
   const device = deviceOf(pg);
   const made = objectList.map((o) => objectTensor(o, device));
@@ -201,7 +201,7 @@ export async function recvObjectList(
   src?: number,
   opts: ObjectOptions = {},
 ): Promise<number> {
-  const pg = resolveGroup(opts.group);
+  const pg = groupOf(opts, 'recvObjectList', ['group']);
   if (!pg.isMember) return -1;
   const device = deviceOf(pg);
   const sizesTensor = t.empty([objectList.length], { dtype: 'int64', device });
