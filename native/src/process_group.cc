@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -138,7 +141,7 @@ Napi::Promise promiseFromFuture(Napi::Env env, const c10::intrusive_ptr<c10::iva
 }
 
 // Some Gloo works (reduce_scatter, send, recv) implement wait() but not getFuture(): for
-// those a short-lived thread waits and settles the promise through the same bridge.
+// those a waiting thread (Waiters, below) settles the promise through the same bridge.
 Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op) {
   c10::intrusive_ptr<c10::ivalue::Future> future;
   try {
@@ -149,16 +152,63 @@ Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work
   return promiseFromFuture(env, future, op);
 }
 
+namespace {
+
+// The threads that wait for works without a future (Gloo's send and recv, monitoredBarrier).
+// A thread per wait in flight, so a long wait (a recv whose sender is late) never holds up
+// another; kept for reuse, because starting one per call tripled a send/recv round trip.
+// A thread idle for 30 s ends. Never destroyed: threads may still wait at exit.
+class Waiters {
+ public:
+  void run(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (idle_ >= tasks_.size()) {
+      cv_.notify_one();
+    } else {
+      std::thread([this] { loop(); }).detach();
+    }
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++idle_;
+      bool got = cv_.wait_for(lock, std::chrono::seconds(30), [this] { return !tasks_.empty(); });
+      --idle_;
+      if (!got) return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  size_t idle_ = 0;
+};
+
+Waiters& waiters() {
+  static auto* w = new Waiters();
+  return *w;
+}
+
+}  // namespace
+
 Napi::Promise promiseFromThreadInt(Napi::Env env, std::function<std::optional<int64_t>()> body, const std::string& op) {
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::AnyType::get());
-  std::thread([body = std::move(body), future] {
+  waiters().run([body = std::move(body), future] {
     try {
       auto v = body();
       future->markCompleted(v ? c10::IValue(*v) : c10::IValue());
     } catch (...) {
       future->setError(std::current_exception());
     }
-  }).detach();
+  });
   return promiseFromFuture(env, future, op);
 }
 
