@@ -146,6 +146,17 @@ export abstract class _NormBase extends Module {
     };
   }
 
+  /** batch_norm of `input` with this module's affine parameters and eps, as `args` decided. */
+  protected batchNorm(input: t.Tensor, args: ReturnType<_NormBase['batchNormArgs']>): t.Tensor {
+    return F.batchNorm(input, args.runningMean, args.runningVar, {
+      weight: this.weight,
+      bias: this.bias,
+      training: args.useBatchStats,
+      momentum: args.factor,
+      eps: this.eps,
+    });
+  }
+
   override extraRepr(): string {
     const m = this.momentum === null ? 'None' : String(this.momentum);
     const b = (x: boolean) => (x ? 'True' : 'False');
@@ -173,14 +184,7 @@ export abstract class BatchNorm extends _NormBase {
 
   override forward(input: t.Tensor): t.Tensor {
     this.checkInputDim(input);
-    const { factor, useBatchStats, runningMean, runningVar } = this.batchNormArgs();
-    return F.batchNorm(input, runningMean, runningVar, {
-      weight: this.weight,
-      bias: this.bias,
-      training: useBatchStats,
-      momentum: factor,
-      eps: this.eps,
-    });
+    return this.batchNorm(input, this.batchNormArgs());
   }
 }
 

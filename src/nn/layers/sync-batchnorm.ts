@@ -13,7 +13,6 @@ import { native } from '../../core/native.ts';
 import { wrap } from '../../core/tensor.ts';
 import { isInitialized, type ProcessGroup, resolveGroup } from '../../distributed/process-group.ts';
 import { type Args, bind, signature } from '../args.ts';
-import * as F from '../functional.ts';
 import type { Module } from '../module.ts';
 import { _NormBase, BatchNorm, type BatchNormOptions } from './batchnorm.ts';
 
@@ -45,17 +44,11 @@ export class SyncBatchNorm extends _NormBase {
     if (input.ndim < 2) throw new RangeError(`expected at least 2D input (got ${input.ndim}D input)`);
     if (input.shape[1] === 0)
       throw new RangeError('SyncBatchNorm number of input channels should be non-zero');
-    const { factor, useBatchStats, runningMean, runningVar } = this.batchNormArgs();
-    const group = useBatchStats && this.training && isInitialized() ? resolveGroup(this.processGroup) : null;
-    if (group === null || group.size === 1 || !group.isMember)
-      return F.batchNorm(input, runningMean, runningVar, {
-        weight: this.weight,
-        bias: this.bias,
-        training: useBatchStats,
-        momentum: factor,
-        eps: this.eps,
-      });
-    return this.syncForward(input, group, runningMean, runningVar, factor);
+    const args = this.batchNormArgs();
+    const group =
+      args.useBatchStats && this.training && isInitialized() ? resolveGroup(this.processGroup) : null;
+    if (group === null || group.size === 1 || !group.isMember) return this.batchNorm(input, args);
+    return this.syncForward(input, group, args.runningMean, args.runningVar, args.factor);
   }
 
   private syncForward(
