@@ -124,11 +124,7 @@ function expectCount(list: readonly Tensor[], pg: ProcessGroup, what: string, na
 }
 
 function work(p: Promise<unknown>, op: string, pg: ProcessGroup): Work {
-  return new Work(
-    p.then(() => undefined),
-    op,
-    pg.rank,
-  );
+  return new Work(p, op, pg.rank);
 }
 
 /** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
@@ -421,11 +417,7 @@ export function isend(tensor: Tensor, dst?: number, opts: P2POptions = {}): Work
 /** Receives into `tensor` from rank `src` (global; or `groupPeer`; neither: any rank). */
 export function irecv(tensor: Tensor, src?: number, opts: P2POptions = {}): Work {
   const pg = groupOf(opts, 'irecv', P2P_KEYS);
-  return new Work(
-    recvFrom(tensor, src, opts, 'irecv').then(() => undefined),
-    'irecv',
-    pg.rank,
-  );
+  return new Work(recvFrom(tensor, src, opts, 'irecv'), 'irecv', pg.rank);
 }
 
 /** isend, awaited: torch.distributed.send. */

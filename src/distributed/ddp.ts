@@ -225,8 +225,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     }
     // With Join, rank 0 may have joined with stale buffers: the buffers come from the
     // highest rank still training.
-    if (this.syncsBuffersBeforeForward())
-      this.broadcastBuffersFrom(join.enable ? Join.commonRank(this.processGroup, true, this.joinDevice) : 0);
+    const buffers = this.buffersToSync();
+    if (buffers.length > 0)
+      this.broadcastBufferHandles(
+        buffers,
+        join.enable ? Join.commonRank(this.processGroup, true, this.joinDevice) : 0,
+      );
     // _check_global_requires_backward_grad_sync(is_joined_rank=False): joined ranks wait on it.
     if (join.enable) this.requiresBackwardSyncFlag(this.requireBackwardGradSync ? 1 : 0);
     let output: unknown = (this.module.forward as (...a: unknown[]) => unknown)(...inputs);
@@ -249,18 +253,14 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     return output as ReturnType<M['forward']>;
   }
 
-  private syncsBuffersBeforeForward(): boolean {
-    return (
-      this.requireForwardParamSync &&
-      this.broadcastBuffers &&
-      this.processGroup.size > 1 &&
-      this.module.buffers().length > 0
-    );
+  /** The handles of the buffers broadcast before this forward ([] when none are). */
+  private buffersToSync(): number[] {
+    if (!this.requireForwardParamSync || !this.broadcastBuffers || this.processGroup.size === 1) return [];
+    return this.module.buffers().map((b) => b.h);
   }
 
-  private broadcastBuffersFrom(rank: number): void {
-    const buffers = this.module.buffers().map((b) => b.h);
-    native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, rank);
+  private broadcastBufferHandles(buffers: number[], src: number): void {
+    native.broadcastCoalesced(this.processGroup.h, buffers, BROADCAST_BUCKET_BYTES, src);
   }
 
   /** An all-reduce of `value` that no non-joined rank waits for; joined ranks read the sum. */
@@ -326,8 +326,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
 
   private shadowIteration(): void {
     native.ddpRebuildBuckets(this.engine);
-    if (this.syncsBuffersBeforeForward())
-      this.broadcastBuffersFrom(Join.commonRank(this.processGroup, false, this.joinDevice));
+    const buffers = this.buffersToSync();
+    if (buffers.length > 0)
+      this.broadcastBufferHandles(buffers, Join.commonRank(this.processGroup, false, this.joinDevice));
     const sync = Join.agree(this.processGroup, 0, this.joinDevice) !== 0;
     this.requireForwardParamSync = sync;
     if (!sync) return;

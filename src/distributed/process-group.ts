@@ -89,7 +89,8 @@ export class Work implements PromiseLike<void> {
   private done = false;
   private readonly promise: Promise<void>;
 
-  constructor(promise: Promise<void>, op: string, rank: number) {
+  /** `promise`'s value, if any, is dropped: a Work resolves to nothing, as PyTorch's wait(). */
+  constructor(promise: Promise<unknown>, op: string, rank: number) {
     this.promise = promise.then(
       () => {
         this.done = true;
