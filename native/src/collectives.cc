@@ -2,7 +2,9 @@
 // single-tensor all-gather and reduce-scatter, the coalesced forms and monitoredBarrier,
 // each one call of c10d::ProcessGroup (torch.distributed's, so a PyTorch rank in the same
 // group matches it). Ranks here are group ranks; src/distributed/collectives.ts maps
-// torch.distributed's global ranks onto them. Every call returns a promise.
+// torch.distributed's global ranks onto them. Each call takes a last `blocking` argument:
+// true waits for it here (async_op=False), false returns a promise (finishWork in
+// process_group.cc).
 #include "distributed.h"
 
 #include <torch/csrc/distributed/c10d/debug.h>
@@ -42,7 +44,8 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   int dst = static_cast<int>(intArg(info[2], what));
   int tag = static_cast<int>(intArg(info[3], what));
-  return guarded(info.Env(), what, [&] { return promiseFromWork(info.Env(), pg->send(tensors, dst, tag), what); });
+  bool blocking = blockingArg(info, 4);
+  return guarded(info.Env(), what, [&] { return finishWork(info.Env(), pg->send(tensors, dst, tag), what, blocking); });
 }
 
 Napi::Value Recv(const Napi::CallbackInfo& info) {
@@ -51,12 +54,17 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   int src = static_cast<int>(intArg(info[2], what));
   int tag = static_cast<int>(intArg(info[3], what));
+  bool blocking = blockingArg(info, 4);
   return guarded(info.Env(), what, [&] {
     auto work = src < 0 ? pg->recvAnysource(tensors, tag) : pg->recv(tensors, src, tag);
-    return promiseFromThreadInt(info.Env(), [work] {
+    if (blocking) {
+      work->wait();
+      return Napi::Value(Napi::Number::New(info.Env(), work->sourceRank()));
+    }
+    return Napi::Value(promiseFromThreadInt(info.Env(), [work] {
       work->wait();
       return std::optional<int64_t>(work->sourceRank());
-    }, what);
+    }, what));
   });
 }
 
@@ -67,8 +75,9 @@ Napi::Value AllToAllSingle(const Napi::CallbackInfo& info) {
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto outSplits = intListArg(info[3], what), inSplits = intListArg(info[4], what);
   auto opts = withTimeout<c10d::AllToAllOptions>(info[5]);
+  bool blocking = blockingArg(info, 6);
   return guarded(info.Env(), what, [&] {
-    return promiseFromWork(info.Env(), pg->alltoall_base(output, input, outSplits, inSplits, opts), what);
+    return finishWork(info.Env(), pg->alltoall_base(output, input, outSplits, inSplits, opts), what, blocking);
   });
 }
 
@@ -78,8 +87,9 @@ Napi::Value AllToAll(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   auto outputs = tensorsArg(info[1], what), inputs = tensorsArg(info[2], what);
   auto opts = withTimeout<c10d::AllToAllOptions>(info[3]);
+  bool blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->alltoall(outputs, inputs, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->alltoall(outputs, inputs, opts), what, blocking); });
 }
 
 // gather(pg, outputs[] (empty off the root), input, root, timeoutMs?)
@@ -91,9 +101,10 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   if (!list.empty()) outputs.push_back(std::move(list));
   std::vector<at::Tensor> inputs{tensorArg(info[2], what)};
   auto opts = withTimeout<c10d::GatherOptions>(info[4]);
+  bool blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[3], what);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->gather(outputs, inputs, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->gather(outputs, inputs, opts), what, blocking); });
 }
 
 // scatter(pg, output, inputs[] (empty off the root), root, timeoutMs?)
@@ -105,9 +116,10 @@ Napi::Value Scatter(const Napi::CallbackInfo& info) {
   std::vector<std::vector<at::Tensor>> inputs;
   if (!list.empty()) inputs.push_back(std::move(list));
   auto opts = withTimeout<c10d::ScatterOptions>(info[4]);
+  bool blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[3], what);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->scatter(outputs, inputs, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->scatter(outputs, inputs, opts), what, blocking); });
 }
 
 // reduce(pg, tensor, root, op, timeoutMs?)
@@ -116,9 +128,10 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   auto opts = withTimeout<c10d::ReduceOptions>(info[4]);
+  bool blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[2], what);
   opts.reduceOp = reduceOpArg(info[3]);
-  return guarded(info.Env(), what, [&] { return promiseFromWork(info.Env(), pg->reduce(tensors, opts), what); });
+  return guarded(info.Env(), what, [&] { return finishWork(info.Env(), pg->reduce(tensors, opts), what, blocking); });
 }
 
 // allGatherIntoTensor(pg, output, input, timeoutMs?): torch's _allgather_base.
@@ -127,26 +140,28 @@ Napi::Value AllGatherIntoTensor(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto opts = withTimeout<c10d::AllgatherOptions>(info[3]);
+  bool blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->_allgather_base(output, input, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->_allgather_base(output, input, opts), what, blocking); });
 }
 
 // reduceScatterTensor(pg, output, input, op, timeoutMs?): torch's _reduce_scatter_base.
 // Gloo implements it (ProcessGroupGloo::reduce_scatter_tensor_coalesced) as one all-reduce
 // of a copy of the input, then a copy of this rank's chunk, in a work that has no future:
-// waiting on it would take a thread per call, one more hand-off than PyTorch's blocking
-// wait (2x the latency of small tensors). On a Gloo group the same all-reduce is issued
-// here and continued through its future, so the ranks see the very calls PyTorch makes.
+// an asynchronous call would need a thread to wait on it, one more hand-off per call (2x
+// the latency of small tensors). On a Gloo group the same all-reduce is issued here and
+// continued through its future, so the ranks see the very calls PyTorch makes.
 Napi::Value ReduceScatterTensor(const Napi::CallbackInfo& info) {
   const char* what = "reduceScatterTensor";
   auto& pg = groupArg(info, what);
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto opts = withTimeout<c10d::ReduceScatterOptions>(info[4]);
+  bool blocking = blockingArg(info, 5);
   opts.reduceOp = reduceOpArg(info[3]);
   return guarded(info.Env(), what, [&] {
     auto type = input.device().type();
     if (pg->getBackend(type)->getBackendName() != "gloo")
-      return promiseFromWork(info.Env(), pg->_reduce_scatter_base(output, input, opts), what);
+      return finishWork(info.Env(), pg->_reduce_scatter_base(output, input, opts), what, blocking);
     int64_t size = pg->getSize(), rank = pg->getRank();
     TORCH_CHECK(output.dtype() == input.dtype(), "reduceScatterTensor: input and output dtypes differ");
     TORCH_CHECK(output.size(0) * size == input.size(0), "reduceScatterTensor: the input is not world size x the output");
@@ -159,7 +174,7 @@ Napi::Value ReduceScatterTensor(const Napi::CallbackInfo& info) {
       output.copy_(buffer[0].chunk(size)[rank]);
       return c10::IValue();
     };
-    return promiseFromFuture(info.Env(), future->then(chunk, c10::NoneType::get()), what);
+    return finishFuture(info.Env(), future->then(chunk, c10::NoneType::get()), what, blocking);
   });
 }
 
@@ -169,9 +184,10 @@ Napi::Value AllReduceCoalesced(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   auto tensors = tensorsArg(info[1], what);
   auto opts = withTimeout<c10d::AllreduceCoalescedOptions>(info[3]);
+  bool blocking = blockingArg(info, 4);
   opts.reduceOp = reduceOpArg(info[2]);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->allreduce_coalesced(tensors, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->allreduce_coalesced(tensors, opts), what, blocking); });
 }
 
 // allGatherCoalesced(pg, outputLists[][], inputs[], timeoutMs?)
@@ -181,8 +197,9 @@ Napi::Value AllGatherCoalesced(const Napi::CallbackInfo& info) {
   auto outputs = tensorListsArg(info[1], what);
   auto inputs = tensorsArg(info[2], what);
   auto opts = withTimeout<c10d::AllgatherOptions>(info[3]);
+  bool blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
-                 [&] { return promiseFromWork(info.Env(), pg->allgather_coalesced(outputs, inputs, opts), what); });
+                 [&] { return finishWork(info.Env(), pg->allgather_coalesced(outputs, inputs, opts), what, blocking); });
 }
 
 // monitoredBarrier(pg, timeoutMs, waitAllRanks): Gloo's, which blocks; run on a thread. Rank
@@ -193,21 +210,11 @@ Napi::Value MonitoredBarrier(const Napi::CallbackInfo& info) {
   c10d::BarrierOptions opts;
   opts.timeout = msArg(info[1], 1800000);
   bool waitAll = info[2].ToBoolean().Value();
-  return guarded(info.Env(), what, [&] {
-    return promiseFromThread(info.Env(), [pg, opts, waitAll] { pg->monitoredBarrier(opts, waitAll); }, what);
-  });
-}
-
-// allReduceSync(pg, tensor, op): an all-reduce this thread waits for (the small agreements
-// of Join and DDP's join hook, which PyTorch's code also waits for before going on).
-Napi::Value AllReduceSync(const Napi::CallbackInfo& info) {
-  const char* what = "allReduce";
-  auto& pg = groupArg(info, what);
-  std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = reduceOpArg(info[2]);
-  return guarded(info.Env(), what, [&] {
-    pg->allreduce(tensors, opts)->wait();
+  bool blocking = blockingArg(info, 3);
+  return guarded(info.Env(), what, [&]() -> Napi::Value {
+    if (!blocking)
+      return promiseFromThread(info.Env(), [pg, opts, waitAll] { pg->monitoredBarrier(opts, waitAll); }, what);
+    pg->monitoredBarrier(opts, waitAll);
     return info.Env().Undefined();
   });
 }
@@ -242,7 +249,6 @@ void initCollectives(Napi::Env env, Napi::Object exports) {
   exports.Set("allReduceCoalesced", Napi::Function::New(env, AllReduceCoalesced));
   exports.Set("allGatherCoalesced", Napi::Function::New(env, AllGatherCoalesced));
   exports.Set("monitoredBarrier", Napi::Function::New(env, MonitoredBarrier));
-  exports.Set("allReduceSync", Napi::Function::New(env, AllReduceSync));
   exports.Set("debugLevel", Napi::Function::New(env, DebugLevel));
   exports.Set("setDebugLevel", Napi::Function::New(env, SetDebugLevel));
   // As `import torch.distributed` does.

@@ -152,6 +152,24 @@ Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work
   return promiseFromFuture(env, future, op);
 }
 
+bool blockingArg(const Napi::CallbackInfo& info, size_t i) {
+  return info.Length() > i && info[i].ToBoolean().Value();
+}
+
+Napi::Value finishWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op,
+                       bool blocking) {
+  if (!blocking) return promiseFromWork(env, work, op);
+  work->wait();
+  return env.Undefined();
+}
+
+Napi::Value finishFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
+                         const std::string& op, bool blocking) {
+  if (!blocking) return promiseFromFuture(env, future, op);
+  future->waitAndThrow();
+  return env.Undefined();
+}
+
 namespace {
 
 // The threads that wait for works without a future (Gloo's send and recv, monitoredBarrier).
@@ -449,7 +467,7 @@ Napi::Value ProcessGroupDestroy(const Napi::CallbackInfo& info) {
   });
 }
 
-// allReduce(pg, tensor, op, timeoutMs?) -> Promise<void>
+// allReduce(pg, tensor, op, timeoutMs?, blocking?)
 Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   const char* what = "allReduce";
   Napi::Env env = info.Env();
@@ -458,10 +476,11 @@ Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = reduceOpArg(info[2]);
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  return guarded(env, what, [&] { return promiseFromFuture(env, pg->allreduce(tensors, opts)->getFuture(), what); });
+  bool blocking = blockingArg(info, 4);
+  return guarded(env, what, [&] { return finishWork(env, pg->allreduce(tensors, opts), what, blocking); });
 }
 
-// broadcast(pg, tensor, src, timeoutMs?) -> Promise<void>
+// broadcast(pg, tensor, src, timeoutMs?, blocking?)
 Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   const char* what = "broadcast";
   Napi::Env env = info.Env();
@@ -470,10 +489,11 @@ Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   c10d::BroadcastOptions opts;
   opts.rootRank = info[2].As<Napi::Number>().Int64Value();
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  return guarded(env, what, [&] { return promiseFromFuture(env, pg->broadcast(tensors, opts)->getFuture(), what); });
+  bool blocking = blockingArg(info, 4);
+  return guarded(env, what, [&] { return finishWork(env, pg->broadcast(tensors, opts), what, blocking); });
 }
 
-// allGather(pg, outputs[], input, timeoutMs?) -> Promise<void>
+// allGather(pg, outputs[], input, timeoutMs?, blocking?)
 Napi::Value AllGather(const Napi::CallbackInfo& info) {
   const char* what = "allGather";
   Napi::Env env = info.Env();
@@ -482,11 +502,11 @@ Napi::Value AllGather(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> inputs{tensorArg(info[2], what)};
   c10d::AllgatherOptions opts;
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  return guarded(env, what,
-                 [&] { return promiseFromFuture(env, pg->allgather(outputs, inputs, opts)->getFuture(), what); });
+  bool blocking = blockingArg(info, 4);
+  return guarded(env, what, [&] { return finishWork(env, pg->allgather(outputs, inputs, opts), what, blocking); });
 }
 
-// reduceScatter(pg, output, inputs[], op, timeoutMs?) -> Promise<void>
+// reduceScatter(pg, output, inputs[], op, timeoutMs?, blocking?)
 Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   const char* what = "reduceScatter";
   Napi::Env env = info.Env();
@@ -496,18 +516,20 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = reduceOpArg(info[3]);
   if (info[4].IsNumber()) opts.timeout = msArg(info[4], 0);
+  bool blocking = blockingArg(info, 5);
   return guarded(env, what,
-                 [&] { return promiseFromWork(env, pg->reduce_scatter(outputs, inputs, opts), what); });
+                 [&] { return finishWork(env, pg->reduce_scatter(outputs, inputs, opts), what, blocking); });
 }
 
-// barrier(pg, timeoutMs?) -> Promise<void>
+// barrier(pg, timeoutMs?, blocking?)
 Napi::Value Barrier(const Napi::CallbackInfo& info) {
   const char* what = "barrier";
   Napi::Env env = info.Env();
   auto& pg = processGroups().get(env, info[0], what);
   c10d::BarrierOptions opts;
   if (info[1].IsNumber()) opts.timeout = msArg(info[1], 0);
-  return guarded(env, what, [&] { return promiseFromFuture(env, pg->barrier(opts)->getFuture(), what); });
+  bool blocking = blockingArg(info, 2);
+  return guarded(env, what, [&] { return finishWork(env, pg->barrier(opts), what, blocking); });
 }
 
 }  // namespace

@@ -9,6 +9,9 @@ import { isCompiled } from './module-url.ts';
 import { torchFolderVersion } from './torch-version.mjs';
 
 /** The addon's exports. Handles are small integers indexing the native slot table. */
+/** A collective's end: a promise, or (blocking) nothing left to wait for but the value. */
+export type Ended<T = void> = Promise<T> | T;
+
 export interface NativeAddon {
   setErrorClass(ctor: typeof TorchError): void;
   // tensors
@@ -113,14 +116,24 @@ export interface NativeAddon {
     groupName?: string,
   ): number;
   processGroupDestroy(pg: number): void;
-  allReduce(pg: number, tensor: number, op: string, timeoutMs?: number): Promise<void>;
-  broadcast(pg: number, tensor: number, src: number, timeoutMs?: number): Promise<void>;
-  allGather(pg: number, outputs: number[], input: number, timeoutMs?: number): Promise<void>;
-  reduceScatter(pg: number, output: number, inputs: number[], op: string, timeoutMs?: number): Promise<void>;
-  barrier(pg: number, timeoutMs?: number): Promise<void>;
-  send(pg: number, tensor: number, dst: number, tag: number): Promise<void>;
-  /** Resolves with the sender's group rank (src -1: any sender). */
-  recv(pg: number, tensor: number, src: number, tag: number): Promise<number>;
+  // Each collective's last argument, `blocking`, waits for it on this thread (and throws
+  // there), returning undefined; without it the call returns a promise.
+  allReduce(pg: number, tensor: number, op: string, timeoutMs?: number, blocking?: false): Promise<void>;
+  allReduce(pg: number, tensor: number, op: string, timeoutMs: number | undefined, blocking: boolean): Ended;
+  broadcast(pg: number, tensor: number, src: number, timeoutMs?: number, blocking?: boolean): Ended;
+  allGather(pg: number, outputs: number[], input: number, timeoutMs?: number, blocking?: boolean): Ended;
+  reduceScatter(
+    pg: number,
+    output: number,
+    inputs: number[],
+    op: string,
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
+  barrier(pg: number, timeoutMs?: number, blocking?: boolean): Ended;
+  send(pg: number, tensor: number, dst: number, tag: number, blocking?: boolean): Ended;
+  /** The sender's group rank, or a promise of it (src -1: any sender). */
+  recv(pg: number, tensor: number, src: number, tag: number, blocking?: boolean): Ended<number>;
   allToAllSingle(
     pg: number,
     output: number,
@@ -128,24 +141,56 @@ export interface NativeAddon {
     outputSplits: number[],
     inputSplits: number[],
     timeoutMs?: number,
-  ): Promise<void>;
-  allToAll(pg: number, outputs: number[], inputs: number[], timeoutMs?: number): Promise<void>;
-  gather(pg: number, outputs: number[], input: number, root: number, timeoutMs?: number): Promise<void>;
-  scatter(pg: number, output: number, inputs: number[], root: number, timeoutMs?: number): Promise<void>;
-  reduce(pg: number, tensor: number, root: number, op: string, timeoutMs?: number): Promise<void>;
-  allGatherIntoTensor(pg: number, output: number, input: number, timeoutMs?: number): Promise<void>;
+    blocking?: boolean,
+  ): Ended;
+  allToAll(pg: number, outputs: number[], inputs: number[], timeoutMs?: number, blocking?: boolean): Ended;
+  gather(
+    pg: number,
+    outputs: number[],
+    input: number,
+    root: number,
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
+  scatter(
+    pg: number,
+    output: number,
+    inputs: number[],
+    root: number,
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
+  reduce(pg: number, tensor: number, root: number, op: string, timeoutMs?: number, blocking?: boolean): Ended;
+  allGatherIntoTensor(
+    pg: number,
+    output: number,
+    input: number,
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
   reduceScatterTensor(
     pg: number,
     output: number,
     input: number,
     op: string,
     timeoutMs?: number,
-  ): Promise<void>;
-  allReduceCoalesced(pg: number, tensors: number[], op: string, timeoutMs?: number): Promise<void>;
-  allGatherCoalesced(pg: number, outputs: number[][], inputs: number[], timeoutMs?: number): Promise<void>;
-  monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean): Promise<void>;
-  /** An all-reduce this thread waits for. */
-  allReduceSync(pg: number, tensor: number, op: string): void;
+    blocking?: boolean,
+  ): Ended;
+  allReduceCoalesced(
+    pg: number,
+    tensors: number[],
+    op: string,
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
+  allGatherCoalesced(
+    pg: number,
+    outputs: number[][],
+    inputs: number[],
+    timeoutMs?: number,
+    blocking?: boolean,
+  ): Ended;
+  monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean, blocking?: boolean): Ended;
   /** c10d's debug level: 0 OFF, 1 INFO, 2 DETAIL. */
   debugLevel(): number;
   /** Sets it; -1 reads TORCH_DISTRIBUTED_DEBUG. */

@@ -1,15 +1,19 @@
 // torch.distributed's collectives and point-to-point calls, each one c10d call on a group
 // (native/src/process_group.cc, native/src/collectives.cc). As in PyTorch, `src`/`dst`
 // are global ranks, `groupSrc`/`groupDst` ranks within `group`; a rank outside `group`
-// does nothing (PyTorch warns and returns None). Every call returns a Work: awaiting it
-// at once is PyTorch's async_op=False, keeping it is async_op=True.
-import { native } from '../core/native.ts';
+// does nothing (PyTorch warns and returns None). Every call returns a Work; as in PyTorch,
+// a call waits for its collective unless `asyncOp` is true (isend/irecv never wait).
+import { type Ended, native } from '../core/native.ts';
 import type { Tensor } from '../core/tensor.ts';
-import { type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
+import { collectiveFailed, type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
 
 export interface CollectiveOptions {
   group?: ProcessGroup | null;
-  /** Accepted for ports from PyTorch: every call returns a Work either way (await it, or keep it). */
+  /**
+   * PyTorch's async_op. false (the default): the call waits for the collective on this
+   * thread, as PyTorch's does, and returns a completed Work; true: it returns at once with a
+   * Work to await later, and the event loop runs meanwhile. Awaiting either works.
+   */
   asyncOp?: boolean;
   timeoutMs?: number;
 }
@@ -123,8 +127,26 @@ function expectCount(list: readonly Tensor[], pg: ProcessGroup, what: string, na
     throw new TypeError(`${what}(): expected ${pg.size} ${name} (one per rank), got ${list.length}`);
 }
 
-function work(p: Promise<unknown>, op: string, pg: ProcessGroup): Work {
-  return new Work(p, op, pg.rank);
+/**
+ * One c10d call. Blocking (PyTorch's default, async_op=False) waits for it on this thread,
+ * as PyTorch's caller does, throws its failure here and returns a completed Work; with
+ * `asyncOp` the Work completes later and the event loop runs meanwhile. (Blocking also
+ * saves a hand-off of each completion to the event loop: docs/benchmarks.md, Collectives.)
+ */
+function issue(
+  pg: ProcessGroup,
+  op: string,
+  opts: { asyncOp?: boolean },
+  call: (blocking: boolean) => Ended<unknown>,
+): Work {
+  if (opts.asyncOp) return new Work(call(false) as Promise<unknown>, op, pg.rank);
+  try {
+    call(true);
+  } catch (e) {
+    if (e instanceof TypeError) throw e; // a bad argument, refused before anything ran
+    throw collectiveFailed(op, pg.rank, e);
+  }
+  return Work.completed();
 }
 
 /** Reduces `tensor` across ranks in place (default: ReduceOp.SUM). */
@@ -133,7 +155,7 @@ export function allReduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, opts: Col
   checkOp(op, 'allReduce');
   checkAvg(op, tensor, pg, 'allReduce');
   if (!pg.isMember) return notInGroup(pg, 'allReduce');
-  return work(native.allReduce(pg.h, tensor.h, op, opts.timeoutMs), 'allReduce', pg);
+  return issue(pg, 'allReduce', opts, (b) => native.allReduce(pg.h, tensor.h, op, opts.timeoutMs, b));
 }
 
 /** Copies `tensor` from rank `src` (global; or `groupRank`) to every rank, in place. */
@@ -141,7 +163,7 @@ export function broadcast(tensor: Tensor, src?: number, opts: RootOptions = {}):
   const pg = groupOf(opts, 'broadcast', ROOT_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'broadcast');
   const root = groupPeer(pg, src, opts.groupRank, 'broadcast');
-  return work(native.broadcast(pg.h, tensor.h, root, opts.timeoutMs), 'broadcast', pg);
+  return issue(pg, 'broadcast', opts, (b) => native.broadcast(pg.h, tensor.h, root, opts.timeoutMs, b));
 }
 
 /** Fills `outputs[r]` with rank r's `input` (outputs has one tensor per rank). */
@@ -150,7 +172,7 @@ export function allGather(outputs: Tensor[], input: Tensor, opts: CollectiveOpti
   if (!pg.isMember) return notInGroup(pg, 'allGather');
   expectCount(outputs, pg, 'allGather', 'output tensors');
   const hs = outputs.map((t) => t.h);
-  return work(native.allGather(pg.h, hs, input.h, opts.timeoutMs), 'allGather', pg);
+  return issue(pg, 'allGather', opts, (b) => native.allGather(pg.h, hs, input.h, opts.timeoutMs, b));
 }
 
 /**
@@ -172,10 +194,8 @@ export function allGatherIntoTensor(output: Tensor, input: Tensor, opts: Collect
     throw new TypeError(
       `allGatherIntoTensor(): the output has ${output.numel()} elements; it needs ${pg.size} x ${input.numel()} (world size x input)`,
     );
-  return work(
-    native.allGatherIntoTensor(pg.h, flat(output).h, flat(input).h, opts.timeoutMs),
-    'allGatherIntoTensor',
-    pg,
+  return issue(pg, 'allGatherIntoTensor', opts, (b) =>
+    native.allGatherIntoTensor(pg.h, flat(output).h, flat(input).h, opts.timeoutMs, b),
   );
 }
 
@@ -192,7 +212,9 @@ export function reduceScatter(
   if (!pg.isMember) return notInGroup(pg, 'reduceScatter');
   expectCount(inputs, pg, 'reduceScatter', 'input tensors');
   const hs = inputs.map((t) => t.h);
-  return work(native.reduceScatter(pg.h, output.h, hs, op, opts.timeoutMs), 'reduceScatter', pg);
+  return issue(pg, 'reduceScatter', opts, (b) =>
+    native.reduceScatter(pg.h, output.h, hs, op, opts.timeoutMs, b),
+  );
 }
 
 /**
@@ -213,10 +235,8 @@ export function reduceScatterTensor(
     throw new TypeError(
       `reduceScatterTensor(): the input has ${input.numel()} elements; it needs ${pg.size} x ${output.numel()} (world size x output)`,
     );
-  return work(
-    native.reduceScatterTensor(pg.h, flat(output).h, flat(input).h, op, opts.timeoutMs),
-    'reduceScatterTensor',
-    pg,
+  return issue(pg, 'reduceScatterTensor', opts, (b) =>
+    native.reduceScatterTensor(pg.h, flat(output).h, flat(input).h, op, opts.timeoutMs, b),
   );
 }
 
@@ -232,7 +252,7 @@ export function reduce(
   checkAvg(op, tensor, pg, 'reduce');
   if (!pg.isMember) return notInGroup(pg, 'reduce');
   const root = groupPeer(pg, dst, opts.groupRank, 'reduce');
-  return work(native.reduce(pg.h, tensor.h, root, op, opts.timeoutMs), 'reduce', pg);
+  return issue(pg, 'reduce', opts, (b) => native.reduce(pg.h, tensor.h, root, op, opts.timeoutMs, b));
 }
 
 /** Collects every rank's `tensor` into `gatherList` on rank `dst` (the others pass none). */
@@ -246,7 +266,7 @@ export function gather(
   if (!pg.isMember) return notInGroup(pg, 'gather');
   const root = groupPeer(pg, dst ?? (opts.groupRank === undefined ? 0 : undefined), opts.groupRank, 'gather');
   const list = rootList(gatherList, pg, root, 'gather', 'gatherList');
-  return work(native.gather(pg.h, list, tensor.h, root, opts.timeoutMs), 'gather', pg);
+  return issue(pg, 'gather', opts, (b) => native.gather(pg.h, list, tensor.h, root, opts.timeoutMs, b));
 }
 
 /** Sends `scatterList[r]` from rank `src` to rank r's `tensor` (the others pass no list). */
@@ -265,7 +285,7 @@ export function scatter(
     'scatter',
   );
   const list = rootList(scatterList, pg, root, 'scatter', 'scatterList');
-  return work(native.scatter(pg.h, tensor.h, list, root, opts.timeoutMs), 'scatter', pg);
+  return issue(pg, 'scatter', opts, (b) => native.scatter(pg.h, tensor.h, list, root, opts.timeoutMs, b));
 }
 
 /** The root's list (one tensor per rank) as handles; PyTorch's refusal of a list elsewhere. */
@@ -301,7 +321,7 @@ export function allToAllSingle(
   if (!pg.isMember) return notInGroup(pg, 'allToAllSingle');
   checkSplits(outputSplitSizes, output, pg, 'outputSplitSizes');
   checkSplits(inputSplitSizes, input, pg, 'inputSplitSizes');
-  return work(
+  return issue(pg, 'allToAllSingle', opts, (b) =>
     native.allToAllSingle(
       pg.h,
       output.h,
@@ -309,9 +329,8 @@ export function allToAllSingle(
       outputSplitSizes ?? [],
       inputSplitSizes ?? [],
       opts.timeoutMs,
+      b,
     ),
-    'allToAllSingle',
-    pg,
   );
 }
 
@@ -343,7 +362,7 @@ export function allToAll(outputs: Tensor[], inputs: Tensor[], opts: CollectiveOp
   expectCount(inputs, pg, 'allToAll', 'input tensors');
   const o = outputs.map((t) => t.h);
   const i = inputs.map((t) => t.h);
-  return work(native.allToAll(pg.h, o, i, opts.timeoutMs), 'allToAll', pg);
+  return issue(pg, 'allToAll', opts, (b) => native.allToAll(pg.h, o, i, opts.timeoutMs, b));
 }
 
 /** All-reduces each tensor of the list (torch's all_reduce_coalesced). */
@@ -357,7 +376,9 @@ export function allReduceCoalesced(
   for (const x of tensors) checkAvg(op, x, pg, 'allReduceCoalesced');
   if (!pg.isMember) return notInGroup(pg, 'allReduceCoalesced');
   const hs = tensors.map((t) => t.h);
-  return work(native.allReduceCoalesced(pg.h, hs, op, opts.timeoutMs), 'allReduceCoalesced', pg);
+  return issue(pg, 'allReduceCoalesced', opts, (b) =>
+    native.allReduceCoalesced(pg.h, hs, op, opts.timeoutMs, b),
+  );
 }
 
 /** All-gathers each input: `outputLists[r][i]` is rank r's `inputs[i]` (torch's all_gather_coalesced). */
@@ -374,14 +395,16 @@ export function allGatherCoalesced(
     );
   const outs = outputLists.map((l) => l.map((t) => t.h));
   const ins = inputs.map((t) => t.h);
-  return work(native.allGatherCoalesced(pg.h, outs, ins, opts.timeoutMs), 'allGatherCoalesced', pg);
+  return issue(pg, 'allGatherCoalesced', opts, (b) =>
+    native.allGatherCoalesced(pg.h, outs, ins, opts.timeoutMs, b),
+  );
 }
 
 /** Waits until every rank reaches the barrier. */
 export function barrier(opts: CollectiveOptions = {}): Work {
   const pg = groupOf(opts, 'barrier', COLLECTIVE_KEYS);
   if (!pg.isMember) return notInGroup(pg, 'barrier');
-  return work(native.barrier(pg.h, opts.timeoutMs), 'barrier', pg);
+  return issue(pg, 'barrier', opts, (b) => native.barrier(pg.h, opts.timeoutMs, b));
 }
 
 export interface MonitoredBarrierOptions {
@@ -402,57 +425,72 @@ export function monitoredBarrier(opts: MonitoredBarrierOptions = {}): Work {
   if (pg.backend !== 'gloo')
     throw new TypeError('monitoredBarrier(): only the Gloo backend has it, as in PyTorch');
   const timeoutMs = opts.timeoutMs ?? pg.timeoutMs;
-  return work(native.monitoredBarrier(pg.h, timeoutMs, opts.waitAllRanks ?? false), 'monitoredBarrier', pg);
+  // As PyTorch's, it blocks: it has no async_op.
+  return issue(pg, 'monitoredBarrier', {}, (b) =>
+    native.monitoredBarrier(pg.h, timeoutMs, opts.waitAllRanks ?? false, b),
+  );
 }
 
-/** Sends `tensor` to rank `dst` (global; or `groupPeer`) and resolves once it is sent. */
+/** Sends `tensor` to rank `dst` (global; or `groupPeer`); the Work completes once it is sent. */
 export function isend(tensor: Tensor, dst?: number, opts: P2POptions = {}): Work {
-  const pg = groupOf(opts, 'isend', P2P_KEYS);
-  if (!pg.isMember) return notInGroup(pg, 'isend');
-  const peer = groupPeer(pg, dst, opts.groupPeer, 'isend');
-  if (peer === pg.rank) throw new TypeError(`isend(): rank ${pg.rank} cannot send to itself`);
-  return work(native.send(pg.h, tensor.h, peer, opts.tag ?? 0), 'isend', pg);
+  return sendTo(tensor, dst, opts, 'isend', false);
 }
 
 /** Receives into `tensor` from rank `src` (global; or `groupPeer`; neither: any rank). */
 export function irecv(tensor: Tensor, src?: number, opts: P2POptions = {}): Work {
   const pg = groupOf(opts, 'irecv', P2P_KEYS);
-  return new Work(recvFrom(tensor, src, opts, 'irecv'), 'irecv', pg.rank);
+  const from = recvFrom(tensor, src, opts, 'irecv', false);
+  return typeof from === 'number' ? Work.completed() : new Work(from, 'irecv', pg.rank);
 }
 
-/** isend, awaited: torch.distributed.send. */
+/** Sends `tensor` and waits until it is sent (torch.distributed.send). */
 export async function send(tensor: Tensor, dst?: number, opts: P2POptions = {}): Promise<void> {
-  await isend(tensor, dst, opts);
+  sendTo(tensor, dst, opts, 'send', true);
 }
 
-/** Receives into `tensor`; resolves with the sender's global rank (torch.distributed.recv). */
+/** Receives into `tensor`, waiting for it; resolves with the sender's global rank (torch.distributed.recv). */
 export async function recv(tensor: Tensor, src?: number, opts: P2POptions = {}): Promise<number> {
-  return recvFrom(tensor, src, opts, 'recv');
+  return recvFrom(tensor, src, opts, 'recv', true);
 }
 
-async function recvFrom(
+function sendTo(
+  tensor: Tensor,
+  dst: number | undefined,
+  opts: P2POptions,
+  what: string,
+  blocking: boolean,
+): Work {
+  const pg = groupOf(opts, what, P2P_KEYS);
+  if (!pg.isMember) return notInGroup(pg, what);
+  const peer = groupPeer(pg, dst, opts.groupPeer, what);
+  if (peer === pg.rank) throw new TypeError(`${what}(): rank ${pg.rank} cannot send to itself`);
+  return issue(pg, what, { asyncOp: !blocking }, (b) => native.send(pg.h, tensor.h, peer, opts.tag ?? 0, b));
+}
+
+/** The sender's global rank (blocking), or a promise of it; -1 off the group. */
+function recvFrom(
   tensor: Tensor,
   src: number | undefined,
   opts: P2POptions,
   what: string,
-): Promise<number> {
+  blocking: boolean,
+): number | Promise<number> {
   const pg = groupOf(opts, what, P2P_KEYS);
   if (!pg.isMember) {
-    await notInGroup(pg, what);
+    notInGroup(pg, what);
     return -1;
   }
   const any = src === undefined && opts.groupPeer === undefined;
   const peer = any ? -1 : groupPeer(pg, src, opts.groupPeer, what);
   if (peer === pg.rank) throw new TypeError(`${what}(): rank ${pg.rank} cannot receive from itself`);
-  let from = -1;
-  await work(
-    native.recv(pg.h, tensor.h, peer, opts.tag ?? 0).then((r) => {
-      from = r;
-    }),
-    what,
-    pg,
-  );
-  return pg.ranks[from] ?? from;
+  const global = (from: number) => pg.ranks[from] ?? from;
+  if (!blocking) return (native.recv(pg.h, tensor.h, peer, opts.tag ?? 0) as Promise<number>).then(global);
+  try {
+    return global(native.recv(pg.h, tensor.h, peer, opts.tag ?? 0, true) as number);
+  } catch (e) {
+    if (e instanceof TypeError) throw e;
+    throw collectiveFailed(what, pg.rank, e);
+  }
 }
 
 /** One operation of batchIsendIrecv: isend or irecv, the tensor and the peer (torch's P2POp). */

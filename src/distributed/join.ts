@@ -53,7 +53,7 @@ export interface JoinOptions {
 /** An all-reduce of one value that this thread waits for. */
 function agree(pg: ProcessGroup, value: number, device: string, op: 'sum' | 'max' = 'sum'): number {
   const x = t.tensor([value], { dtype: op === 'max' ? 'int64' : 'float32', device });
-  native.allReduceSync(pg.h, x.h, op);
+  native.allReduce(pg.h, x.h, op, undefined, true);
   const v = Number(x.item());
   x.dispose();
   return v;

@@ -80,10 +80,16 @@ export class ProcessGroup {
   }
 }
 
+/** A collective's failure on `rank`, as thrown (blocking) or rejected (asynchronous). */
+export function collectiveFailed(op: string, rank: number, e: unknown): DistributedError {
+  const msg = e instanceof Error ? e.message : String(e);
+  return new DistributedError(`${op} failed on rank ${rank}: ${msg}`, op, rank);
+}
+
 /**
- * The handle of a collective, as PyTorch's with async_op=True: `await` it (or its wait())
- * for completion. Every collective returns one; awaiting it at once is PyTorch's default
- * async_op=False.
+ * The handle of a collective, as PyTorch's: `await` it (or its wait()) for completion. A
+ * call with `asyncOp: true` returns one still running; a blocking call (PyTorch's default
+ * async_op=False) has waited already and returns one completed, so awaiting either works.
  */
 export class Work implements PromiseLike<void> {
   private done = false;
@@ -97,11 +103,18 @@ export class Work implements PromiseLike<void> {
       },
       (e: unknown) => {
         this.done = true;
-        const msg = e instanceof Error ? e.message : String(e);
-        throw new DistributedError(`${op} failed on rank ${rank}: ${msg}`, op, rank);
+        throw collectiveFailed(op, rank, e);
       },
     );
   }
+
+  /** The Work of a call that has already completed (a blocking one). */
+  static completed(): Work {
+    const w = new Work(Promise.resolve(), '', -1);
+    w.done = true;
+    return w;
+  }
+
   wait(): Promise<void> {
     return this.promise;
   }

@@ -4,8 +4,9 @@
 //    config.fault, the last rank leaves: 'exit' (it exits by itself) or 'kill' (it
 //    prints READY and the test SIGKILLs it before sending 'go' to the others), and the
 //    others report how their next all-reduce failed, then destroy the group.
-//  - 'hang': after a barrier, rank 0 (and rank 2) start an all-reduce that rank 1 never
-//    joins (the test SIGSTOPs it); they report the error and how long it took.
+//  - 'hang': after a barrier, rank 0 (asyncOp) and rank 2 (blocking) start an all-reduce
+//    that rank 1 never joins (the test SIGSTOPs it); they report the error, how long it
+//    took and how often a 100 ms timer ticked meanwhile.
 import * as t from '../../src/index.ts';
 import {
   errorInfo,
@@ -55,12 +56,14 @@ async function ops(): Promise<Record<string, unknown>> {
   const defaultOp = t.tensor([r + 1]);
   await dist.allReduce(defaultOp);
 
-  // The Work handle: pending until awaited, completed after; wait() works too.
+  // The Work handle of asyncOp: completed once awaited; wait() works too. A blocking call
+  // (the default) returns one already completed.
   const y = t.tensor([10 * r + 1, 10 * r + 2]);
-  const work = dist.broadcast(y, worldSize - 1);
+  const work = dist.broadcast(y, worldSize - 1, { asyncOp: true });
   const broadcastWork = work instanceof dist.Work;
   await work.wait();
   const completed = work.isCompleted();
+  const blockingCompleted = dist.barrier().isCompleted();
 
   const outputs = Array.from({ length: worldSize }, () => t.zeros([3]));
   await dist.allGather(outputs, t.tensor([r, r * r, -r]));
@@ -115,6 +118,7 @@ async function ops(): Promise<Record<string, unknown>> {
     broadcast: values(y),
     broadcastWork,
     completed,
+    blockingCompleted,
     allGather: outputs.map(values),
     reduceScatter,
     barrierEnter,
@@ -124,15 +128,18 @@ async function ops(): Promise<Record<string, unknown>> {
   };
 }
 
-/** An all-reduce that is expected to fail: the error and how long it took. */
-async function failingAllReduce() {
-  // The JS thread must stay free while the collective waits.
+/**
+ * An all-reduce that is expected to fail: the error, how long it took, and the ticks of a
+ * 100 ms timer meanwhile (the JS thread is free during an asyncOp call, blocked during a
+ * blocking one, as a PyTorch caller's).
+ */
+async function failingAllReduce(asyncOp = false) {
   let ticks = 0;
   const ticker = setInterval(() => ticks++, 100);
   const start = Date.now();
   let error = null;
   try {
-    await dist.allReduce(t.tensor([1, 2, 3]), 'sum');
+    await dist.allReduce(t.tensor([1, 2, 3]), 'sum', { asyncOp });
   } catch (e) {
     error = { ...errorInfo(e), isDistributedError: e instanceof dist.DistributedError };
   }
@@ -177,7 +184,7 @@ async function hang(): Promise<unknown> {
     await new Promise(() => {});
   }
   await waitForLine('go');
-  return { ...(await failingAllReduce()), timeoutMs };
+  return { ...(await failingAllReduce(rank === 0)), timeoutMs };
 }
 
 const run = { ops: opsThenFault, hang }[cfg.scenario];
