@@ -70,6 +70,7 @@ export {
   scatterObjectList,
   sendObjectList,
 } from './object-collectives.ts';
+export * as optim from './optim/index.ts';
 export type { PowerSGDOptions, PowerSGDStats } from './powersgd.ts';
 export {
   type Backend,
