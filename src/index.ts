@@ -31,3 +31,4 @@ export {
   type TrainConfigInput,
   train,
 } from './train/index.ts';
+export * as utils from './utils/index.ts';

@@ -42,6 +42,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initTensor(env, exports);
   initDispatch(env, exports);
   initAutograd(env, exports);
+  initCheckpoint(env, exports);
   initRandom(env, exports);
   initProfiler(env, exports);
   initProcessGroup(env, exports);

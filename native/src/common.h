@@ -77,6 +77,7 @@ at::Generator generatorFromHandle(Napi::Env env, const Napi::Value& v, const cha
 void initTensor(Napi::Env env, Napi::Object exports);
 void initDispatch(Napi::Env env, Napi::Object exports);
 void initAutograd(Napi::Env env, Napi::Object exports);
+void initCheckpoint(Napi::Env env, Napi::Object exports);
 void initRandom(Napi::Env env, Napi::Object exports);
 void initProfiler(Napi::Env env, Napi::Object exports);
 

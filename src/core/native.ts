@@ -191,6 +191,11 @@ export interface NativeAddon {
     blocking?: boolean,
   ): Ended;
   monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean, blocking?: boolean): Ended;
+  // activation checkpointing (native/src/checkpoint.cc)
+  setCheckpointDispatcher(fn: (regionId: number, grads: (number | null)[]) => (number | null)[]): void;
+  /** The outputs (detached) with a checkpointed region's node as grad_fn; its edges go to the inputs. */
+  checkpointAttach(inputs: number[], outputs: number[], regionId: number): number[];
+  drainDeadCheckpoints(): number[];
   /** c10d's debug level: 0 OFF, 1 INFO, 2 DETAIL. */
   debugLevel(): number;
   /** Sets it; -1 reads TORCH_DISTRIBUTED_DEBUG. */

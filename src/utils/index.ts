@@ -1,0 +1,2 @@
+// torch.utils: activation checkpointing (torch.utils.data is t.data).
+export * as checkpoint from './checkpoint.ts';
