@@ -10,6 +10,7 @@ import { noGrad } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
 import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList } from '../nn/index.ts';
 import { AdamW } from '../optim/index.ts';
+import { runBlocks } from '../utils/checkpoint.ts';
 
 export interface GPTConfig {
   /** Longest sequence (positions in wpe). nanoGPT default 1024. */
@@ -40,6 +41,8 @@ export const GPT_CONFIG_DEFAULTS: Readonly<GPTConfig> = Object.freeze({
 export interface GPTOptions {
   /** Where parameters are created ('meta' builds the structure without memory). Default CPU. */
   device?: t.DeviceLike;
+  /** Recompute each block's activations in backward instead of keeping them (t.utils.checkpoint). Default false. */
+  activationCheckpointing?: boolean;
 }
 
 export interface GPTOutput {
@@ -159,6 +162,8 @@ export class GPT extends Module {
   readonly config: Readonly<GPTConfig>;
   readonly transformer: GPTTransformer;
   readonly lm_head: Linear;
+  /** Recompute each block's activations in backward (GPTOptions.activationCheckpointing). */
+  activationCheckpointing: boolean;
 
   constructor(config: Partial<GPTConfig> = {}, opts: GPTOptions = {}) {
     super();
@@ -167,6 +172,7 @@ export class GPT extends Module {
       if (!(Number.isInteger(c[k]) && c[k] > 0)) throw new RangeError(`GPT: ${k} must be a positive integer`);
     }
     this.config = Object.freeze(c);
+    this.activationCheckpointing = opts.activationCheckpointing ?? false;
     const f: Factory = opts.device === undefined ? {} : { device: opts.device };
     this.transformer = this.registerModule('transformer', new GPTTransformer(c, f));
     this.lm_head = this.registerModule('lm_head', new Linear(c.nEmbd, c.vocabSize, { bias: false, ...f }));
@@ -219,7 +225,7 @@ export class GPT extends Module {
     const tr = this.transformer;
     const pos = t.arange(0, T, { dtype: 'int64', device: idx.device });
     let x = tr.drop.forward(tr.wte.forward(idx).add(tr.wpe.forward(pos)));
-    for (const block of tr.h) x = block.forward(x);
+    x = runBlocks(tr.h, x, this.activationCheckpointing);
     x = tr.ln_f.forward(x);
     if (targets === null) {
       // x[:, [-1], :] in nanoGPT: keeps the time dim.

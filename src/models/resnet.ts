@@ -17,6 +17,7 @@ import {
   ReLU,
   Sequential,
 } from '../nn/index.ts';
+import { runBlocks } from '../utils/checkpoint.ts';
 
 export interface ResNetOptions {
   /** Classifier outputs. Default 1000. */
@@ -29,6 +30,12 @@ export interface ResNetOptions {
   widthMultiplier?: number;
   /** Where parameters and buffers are created ('meta' builds the structure without memory). Default CPU. */
   device?: t.DeviceLike;
+  /**
+   * Recompute each residual block's activations in backward instead of keeping them
+   * (t.utils.checkpoint). As in PyTorch, BatchNorm's running statistics are then updated
+   * again by the recomputation. Default false.
+   */
+  activationCheckpointing?: boolean;
 }
 
 /** Construction options threaded through every layer (like torch's factory kwargs). */
@@ -147,9 +154,12 @@ export class ResNet extends Module {
   fc: Linear;
   private inPlanes: number;
   private readonly factory: Factory;
+  /** Recompute each residual block's activations in backward (ResNetOptions.activationCheckpointing). */
+  activationCheckpointing: boolean;
 
   constructor(block: BlockClass, layers: [number, number, number, number], opts: ResNetOptions = {}) {
     super();
+    this.activationCheckpointing = opts.activationCheckpointing ?? false;
     const numClasses = opts.numClasses ?? 1000;
     const stem = opts.stem ?? 'imagenet';
     if (stem !== 'imagenet' && stem !== 'cifar') {
@@ -218,10 +228,10 @@ export class ResNet extends Module {
     y = this.bn1.forward(y);
     y = this.relu.forward(y);
     y = this.maxpool.forward(y);
-    y = this.layer1.forward(y);
-    y = this.layer2.forward(y);
-    y = this.layer3.forward(y);
-    y = this.layer4.forward(y);
+    y = runBlocks(this.layer1.children(), y, this.activationCheckpointing);
+    y = runBlocks(this.layer2.children(), y, this.activationCheckpointing);
+    y = runBlocks(this.layer3.children(), y, this.activationCheckpointing);
+    y = runBlocks(this.layer4.children(), y, this.activationCheckpointing);
     y = this.avgpool.forward(y);
     y = t.flatten(y, 1);
     return this.fc.forward(y);

@@ -19,6 +19,7 @@ import {
   Sequential,
   Tanh,
 } from '../nn/index.ts';
+import { runBlocks } from '../utils/checkpoint.ts';
 
 /** Options every ViT factory accepts (torchvision's **kwargs that do not change the architecture family). */
 export interface ViTOptions {
@@ -34,6 +35,8 @@ export interface ViTOptions {
   representationSize?: number | null;
   /** Where parameters are created ('meta' builds the structure without memory). Default CPU. */
   device?: t.DeviceLike;
+  /** Recompute each encoder block's activations in backward instead of keeping them (t.utils.checkpoint). Default false. */
+  activationCheckpointing?: boolean;
 }
 
 /** Any ViT: the architecture (patch size, depth, width) and the ViTOptions. */
@@ -147,6 +150,8 @@ export class Encoder extends Module {
   readonly dropout: Dropout;
   readonly layers: Sequential;
   readonly ln: LayerNorm;
+  /** Recompute each block's activations in backward (ViTOptions.activationCheckpointing). */
+  activationCheckpointing = false;
 
   constructor(
     seqLength: number,
@@ -175,7 +180,8 @@ export class Encoder extends Module {
   }
 
   override forward(input: t.Tensor): t.Tensor {
-    return this.ln.forward(this.layers.forward(this.dropout.forward(input.add(this.pos_embedding))));
+    const x = this.dropout.forward(input.add(this.pos_embedding));
+    return this.ln.forward(runBlocks(this.layers.children(), x, this.activationCheckpointing));
   }
 }
 
@@ -233,6 +239,7 @@ export class VisionTransformer extends Module {
         f,
       ),
     );
+    this.encoder.activationCheckpointing = c.activationCheckpointing ?? false;
     const heads = new Map<string, Module>();
     const rep = this.representationSize;
     if (rep === null) {
@@ -268,6 +275,15 @@ export class VisionTransformer extends Module {
     const n = x.shape[0];
     const patches = (s / this.patchSize) ** 2;
     return this.conv_proj.forward(x).reshape([n, this.hiddenDim, patches]).permute([0, 2, 1]);
+  }
+
+  /** Recompute each encoder block's activations in backward (ViTOptions.activationCheckpointing). */
+  get activationCheckpointing(): boolean {
+    return this.encoder.activationCheckpointing;
+  }
+
+  set activationCheckpointing(on: boolean) {
+    this.encoder.activationCheckpointing = on;
   }
 
   override forward(x: t.Tensor): t.Tensor {

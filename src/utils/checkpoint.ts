@@ -233,3 +233,17 @@ export function checkpointSequential(
   }
   return runRange(end + 1, list.length - 1)(x);
 }
+
+/**
+ * Runs `blocks` one after the other on `x`, each as its own checkpointed region when
+ * `enabled` and grad is on (useReentrant: false): the models' `activationCheckpointing`.
+ */
+export function runBlocks(blocks: Iterable<Module>, x: Tensor, enabled: boolean): Tensor {
+  let y = x;
+  const checkpointing = enabled && isGradEnabled();
+  for (const b of blocks)
+    y = checkpointing
+      ? checkpoint((z: Tensor) => b.forward(z) as Tensor, y, { useReentrant: false })
+      : (b.forward(y) as Tensor);
+  return y;
+}
