@@ -280,7 +280,7 @@ test('a worker takes the plan its launcher gave (TSDDP_TRAIN_PLAN), and refuses 
   );
   assert.match(
     problems(() => launchedPlan({ TSDDP_TRAIN_PLAN: JSON.stringify({ ...plan, version: 0 }) }))[0],
-    /holds no run plan of this tsddp \(version 1, got 0\)/,
+    /holds no run plan of this tsddp \(version 2, got 0\)/,
   );
   const { ddp: _ddp, io: _io, ...partial } = plan;
   assert.match(

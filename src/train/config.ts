@@ -22,6 +22,8 @@ export const DATASETS = ['shapes', 'cifar10', 'cifar100', 'imagefolder', 'fake']
 export const SCHEDULES = ['cosine', 'step', 'onecycle'] as const;
 export const AMP_MODES = ['off', 'bf16', 'fp16'] as const;
 export const OPTIMIZERS = ['sgd', 'adamw'] as const;
+/** --strategy: how the ranks hold the training state (FSDP is not in tsddp yet). */
+export const STRATEGIES = ['ddp', 'zero1'] as const;
 export const OPTIMIZER_IMPLS = ['auto', 'loop', 'foreach', 'fused'] as const;
 
 /** --betas "b1,b2" as AdamW's pair; throws a RangeError naming the flag. */
@@ -189,6 +191,15 @@ export const OPTIONS = {
     false,
     'nn.SyncBatchNorm: BatchNorm statistics over the global batch of every rank (ResNets; convertSyncBatchnorm)',
   ),
+  activationCheckpointing: boolOpt(
+    false,
+    "recompute each block's activations in backward instead of keeping them (torch.utils.checkpoint): less memory for one more forward",
+  ),
+  strategy: enumOpt(
+    STRATEGIES,
+    'ddp',
+    'how the ranks hold the training state: ddp (each rank all of it) or zero1 (torch.distributed.optim.ZeroRedundancyOptimizer: each rank the optimizer state of its shard of the parameters)',
+  ),
   tune: boolOpt(
     false,
     'first time a few steps of each memory format and autocast dtype (bf16 where the hardware has it) and train with the fastest',
@@ -324,6 +335,14 @@ export const TrainConfigSchema = z
         path: ['uneven'],
         message:
           'join checkpoints at epoch ends only, when every rank holds the same state (--checkpoint-every 0)',
+      });
+    }
+    if (c.strategy === 'zero1' && c.uneven === 'join') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['strategy'],
+        message:
+          'zero1 with --uneven join is not supported yet (the optimizer would need to join too): use --uneven pad',
       });
     }
     if (c.syncBn && c.model.startsWith('vit')) {

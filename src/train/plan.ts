@@ -22,7 +22,7 @@ import {
 /** The plan (JSON) that `tsddp train --nproc-per-node` gives each of its workers. */
 export const PLAN_ENV = 'TSDDP_TRAIN_PLAN';
 /** Bumped when the plan's shape changes: a worker refuses a plan of another shape. */
-const PLAN_VERSION = 1;
+const PLAN_VERSION = 2;
 
 export interface ModelPlan {
   arch: TrainConfig['model'];
@@ -33,6 +33,8 @@ export interface ModelPlan {
   channelsLast: boolean;
   /** --sync-bn: the BatchNorms become SyncBatchNorms over the world. */
   syncBn: boolean;
+  /** --activation-checkpointing: each block recomputes its activations in backward. */
+  activationCheckpointing: boolean;
 }
 
 export interface DataPlan {
@@ -70,6 +72,8 @@ export interface SchedulePlan {
 
 export interface OptimPlan {
   name: TrainConfig['optimizer'];
+  /** --strategy: zero1 shards the optimizer state over the ranks (ZeroRedundancyOptimizer). */
+  strategy: TrainConfig['strategy'];
   impl: TrainConfig['optimizerImpl'];
   /** --lr, or undefined for the linear scaling rule (baseLr x global batch / baseBatch). */
   lr: number | undefined;
@@ -172,6 +176,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
       zeroInitResidual: c.zeroInitResidual,
       channelsLast: c.channelsLast,
       syncBn: c.syncBn,
+      activationCheckpointing: c.activationCheckpointing,
     },
     data: {
       dataset: c.dataset,
@@ -193,6 +198,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
     },
     optim: {
       name: c.optimizer,
+      strategy: c.strategy,
       impl: c.optimizerImpl,
       lr: c.lr,
       baseLr: c.baseLr,

@@ -2,7 +2,7 @@
 // 0 at the end, or after a failure), rank 0's progress line and messages, and the step
 // metrics read from the device only at log intervals (step-meter.ts).
 import * as t from '../core/index.ts';
-import type { DDPStats } from '../distributed/index.ts';
+import { type DDPStats, optim as distOptim } from '../distributed/index.ts';
 import { type MetricRecord, MetricsWriter, mergeMetrics, mergeRankFiles } from '../metrics/index.ts';
 import type { EvalResult } from './evaluate.ts';
 import { globalBatchOf, type RunPlan } from './plan.ts';
@@ -243,8 +243,8 @@ export function describeRun(parts: RunParts, stepsPerEpoch: number): string {
     `${(params / 1e6).toFixed(2)}M parameters; ${data.dataset} ${imageSize}x${imageSize}: ` +
     `${train.length} train / ${val.length} val; world ${pg.worldSize} x batch ${data.batchSize} x accum ${loop.gradAccum} ` +
     `= ${gb} images/step; lr ${parts.lr.toPrecision(4)}${rule}; ` +
-    `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}${data.uneven === 'join' ? ', uneven shares in Join' : ''}; ` +
-    `${optim.name}${optim.impl === 'auto' ? '' : ` (${optim.impl})`}; ${t.getNumThreads()} thread(s)/rank; ` +
+    `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}${data.uneven === 'join' ? ', uneven shares in Join' : ''}${m.activationCheckpointing ? ', activation checkpointing' : ''}; ` +
+    `${optim.name}${optim.impl === 'auto' ? '' : ` (${optim.impl})`}${parts.optimizer instanceof distOptim.ZeroRedundancyOptimizer ? ' sharded by ZeRO-1' : ''}; ${t.getNumThreads()} thread(s)/rank; ` +
     `${data.workers} loader worker(s)${parts.ddp !== null ? `; DDP buckets ${ddp.bucketCapMb} MiB` : ''}`
   );
 }

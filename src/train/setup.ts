@@ -1,6 +1,7 @@
 // Setting a training run up on one rank (architecture §9): everything the Trainer needs,
 // built in the order the classic PyTorch DDP recipe builds it, with the pre-flight checks in between.
 import { GradScaler } from '../amp/index.ts';
+import type { Stateful } from '../checkpoint/stateful.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { Heartbeat, SETUP_STEP } from '../launch/heartbeat.ts';
@@ -17,7 +18,7 @@ import {
   vitTiny,
 } from '../models/index.ts';
 import { type Module, SyncBatchNorm } from '../nn/index.ts';
-import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
+import { AdamW, type lrScheduler, Optimizer, type OptimizerStateDict, SGD } from '../optim/index.ts';
 import type { TrainConfig, TrainConfigInput } from './config.ts';
 import {
   buildDatasets,
@@ -115,7 +116,7 @@ async function setupParts(
         latestStep = await chooseLatest(plan.io, restarting);
       const setup = await buildDatasets(plan);
       const model = buildModel(plan, hooks, setup, on);
-      const optimizer = buildOptimizer(model, plan.optim, lr);
+      const optimizer = buildOptimizer(model, plan.optim, lr, pg.group);
       if (plan.io.checkpointDir !== undefined)
         checkCheckpointFolder(plan.io.checkpointDir, 2 * checkpointBytes(model, plan.optim));
       beat("comparing the ranks' pre-flight checks", true);
@@ -129,7 +130,7 @@ async function setupParts(
     beat('choosing the checkpoint to resume', true);
     const resumeDir = await findResume(plan.io, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
-    const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
+    const targets = { model, optimizer: resumeTarget(optimizer), scheduler, scaler: scaler ?? undefined };
     const identity = dataIdentity(setup.train);
     const resume =
       resumeDir === null
@@ -163,6 +164,20 @@ async function setupParts(
     if (pg.created && dist.isInitialized()) dist.destroyProcessGroup();
     throw e;
   }
+}
+
+/**
+ * What a resume loads the optimizer through. A ZeroRedundancyOptimizer has a whole state
+ * dict only where one was consolidated; the checkpoint's fit check reads its layout before
+ * consolidation instead (its groups, numbered as PyTorch numbers them, no state), and each
+ * rank keeps its shard of the loaded state.
+ */
+function resumeTarget(optimizer: Optimizer): Optimizer | Stateful {
+  if (!(optimizer instanceof dist.optim.ZeroRedundancyOptimizer)) return optimizer;
+  return {
+    stateDict: () => Optimizer.prototype.stateDict.call(optimizer),
+    loadStateDict: (sd: OptimizerStateDict) => optimizer.loadStateDict(sd),
+  };
 }
 
 /** Where this rank's math runs: its GPU (LOCAL_RANK's) where CUDA is, else the CPU; the autocast dtype. */
@@ -221,14 +236,30 @@ export function buildModel(
           widthMultiplier: c.widthMultiplier,
           zeroInitResidual: c.zeroInitResidual,
         }));
+  if (c.activationCheckpointing) {
+    if (!('activationCheckpointing' in model))
+      throw new TypeError(
+        '--activation-checkpointing: the model given by the model hook has no activationCheckpointing property (the ResNets, the ViTs and GPT do)',
+      );
+    (model as Module & { activationCheckpointing: boolean }).activationCheckpointing = true;
+  }
   if (on.deviceType === 'cuda') model.to(on.device);
   if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
   // Before DDP wraps it, as PyTorch's recipe converts: the statistics of the global batch.
   return c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
 }
 
-/** SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. */
-export function buildOptimizer(model: Module, c: OptimPlan, lr: number): Optimizer {
+/**
+ * SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. With
+ * --strategy zero1 and a group of several ranks, a ZeroRedundancyOptimizer of that class
+ * (on one rank it would hold everything: the plain optimizer is the same).
+ */
+export function buildOptimizer(
+  model: Module,
+  c: OptimPlan,
+  lr: number,
+  group: dist.ProcessGroup | null = null,
+): Optimizer {
   // --optimizer-impl: PyTorch's foreach/fused flags; auto leaves both unset (the defaults).
   const impl =
     c.impl === 'loop'
@@ -238,15 +269,17 @@ export function buildOptimizer(model: Module, c: OptimPlan, lr: number): Optimiz
         : c.impl === 'fused'
           ? { fused: true }
           : {};
-  if (c.name === 'adamw')
-    return new AdamW(model.parameters(), { lr, betas: c.betas, weightDecay: c.weightDecay, ...impl });
-  return new SGD(model.parameters(), {
-    lr,
-    momentum: c.momentum,
-    nesterov: c.nesterov,
-    weightDecay: c.weightDecay,
-    ...impl,
-  });
+  const [optimizerClass, opts] =
+    c.name === 'adamw'
+      ? [AdamW, { lr, betas: c.betas, weightDecay: c.weightDecay, ...impl }]
+      : [SGD, { lr, momentum: c.momentum, nesterov: c.nesterov, weightDecay: c.weightDecay, ...impl }];
+  if (c.strategy === 'zero1' && group !== null && group.size > 1)
+    return new dist.optim.ZeroRedundancyOptimizer(model.parameters(), {
+      optimizerClass,
+      processGroup: group,
+      ...opts,
+    });
+  return new optimizerClass(model.parameters(), opts);
 }
 
 /** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum, or AdamW's two averages). */

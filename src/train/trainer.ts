@@ -196,6 +196,9 @@ export class Trainer {
     if (checkpointDir === undefined) return null;
     const { at } = this;
     const saved = at.saved;
+    // ZeRO-1: every rank sends its shard of the optimizer state to rank 0, which writes it whole.
+    const { optimizer } = this.parts;
+    if (optimizer instanceof dist.optim.ZeroRedundancyOptimizer) optimizer.consolidateStateDict(0);
     if (this.rank === 0)
       await saveRunCheckpoint(this.parts, saved, this.evalDue(at.epochFinished, saved.epoch));
     if (this.parts.pg.group !== null) await dist.barrier({ group: this.parts.pg.group });
