@@ -50,7 +50,11 @@ function train(name: string, extra: string[]): number[] {
   assert.equal(r.status, 0, `${name}: ${r.stdout}\n${r.stderr}`);
   // The run says what it does.
   assert.equal(/sgd sharded by ZeRO-1;/.test(r.stdout), extra.includes('zero1'), `${name}: ${r.stdout}`);
-  assert.equal(/, activation checkpointing;/.test(r.stdout), extra.includes('--activation-checkpointing'), name);
+  assert.equal(
+    /, activation checkpointing;/.test(r.stdout),
+    extra.includes('--activation-checkpointing'),
+    name,
+  );
   const by = new Map<number, number[]>();
   for (const s of readJsonLines(metrics).filter((x): x is StepRecord => x.type === 'step'))
     by.set(s.step, [...(by.get(s.step) ?? []), s.loss]);
@@ -72,12 +76,11 @@ function epoch1(name: string): string {
 
 function assertSame(got: number[], want: number[], what: string): void {
   assert.equal(got.length, want.length, `${what}: steps`);
-  got.forEach((v, i) =>
+  for (const [i, v] of got.entries())
     assert.ok(
       Math.abs(v - want[i]) <= 1e-6 * Math.abs(want[i]) + 1e-7,
       `${what} step ${i + 1}: ${v} vs ${want[i]}`,
-    ),
-  );
+    );
 }
 
 test('zero1 and activation checkpointing train to plain DDP’s losses; zero1 and ddp resume from each other’s checkpoints', () => {
