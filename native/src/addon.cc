@@ -43,6 +43,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   initDispatch(env, exports);
   initAutograd(env, exports);
   initCheckpoint(env, exports);
+  initFsdp(env, exports);
   initRandom(env, exports);
   initProfiler(env, exports);
   initProcessGroup(env, exports);

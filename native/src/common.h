@@ -78,6 +78,7 @@ void initTensor(Napi::Env env, Napi::Object exports);
 void initDispatch(Napi::Env env, Napi::Object exports);
 void initAutograd(Napi::Env env, Napi::Object exports);
 void initCheckpoint(Napi::Env env, Napi::Object exports);
+void initFsdp(Napi::Env env, Napi::Object exports);
 void initRandom(Napi::Env env, Napi::Object exports);
 void initProfiler(Napi::Env env, Napi::Object exports);
 

@@ -196,6 +196,12 @@ export interface NativeAddon {
   /** The outputs (detached) with a checkpointed region's node as grad_fn; its edges go to the inputs. */
   checkpointAttach(inputs: number[], outputs: number[], regionId: number): number[];
   drainDeadCheckpoints(): number[];
+  // fully sharded data parallel (native/src/fsdp.cc)
+  storageResize(tensor: number, bytes: number): void;
+  copyKeepingVersion(dst: number, src: number): void;
+  setBackwardCallback(fn: (id: number) => void): void;
+  /** During a backward: runs the callback with `id` when the backward has finished its graph. */
+  queueBackwardCallback(id: number): void;
   /** c10d's debug level: 0 OFF, 1 INFO, 2 DETAIL. */
   debugLevel(): number;
   /** Sets it; -1 reads TORCH_DISTRIBUTED_DEBUG. */

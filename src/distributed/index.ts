@@ -31,6 +31,7 @@ export {
 export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
 export { type DistEnv, readDistEnv } from './env.ts';
 export { DistributedError, explainPeerFault } from './errors.ts';
+export * as fsdp from './fsdp/index.ts';
 export {
   getBackend,
   getBackendConfig,

@@ -1,0 +1,203 @@
+// torch.distributed.fsdp.fully_shard (FSDP2): a module's parameters sharded over the ranks,
+// gathered whole around its forward and its backward, its gradients reduce-scattered back
+// to the shards. Call it on each block, then on the whole model, as PyTorch's recipe does:
+// each call makes one group of parameters (param-group.ts) — those of the module not
+// already in a group below it — and hooks the module's forward:
+//   before forward: gather the group (all-gather);
+//   after forward:  free it again (reshardAfterForward; never the root's, which backward
+//                   needs at once) and hook the outputs, so that backward gathers it first;
+//   in backward:    each gathered parameter's gradient is held until all the group's have
+//                   come, then reduce-scattered into the shards' .grad;
+//   after backward: (a callback at the end of the graph) what is left is reduced, every
+//                   group freed.
+// The optimizer runs on the shards (the module's registered parameters between forwards).
+import { isGradEnabled } from '../../autograd/index.ts';
+import { isFloatingPoint } from '../../core/dtype.ts';
+import { native } from '../../core/native.ts';
+import { Tensor } from '../../core/tensor.ts';
+import type { Module } from '../../nn/module.ts';
+import { type ProcessGroup, resolveGroup } from '../process-group.ts';
+import { FSDPParam, FSDPParamGroup, type MixedPrecisionPolicy } from './param-group.ts';
+
+export interface FullyShardOptions {
+  /** The ranks to shard over: a process group (PyTorch: a 1-D DeviceMesh). Default: the world. */
+  mesh?: ProcessGroup | null;
+  /** Free the gathered parameters after forward and gather them again for backward. Default true. */
+  reshardAfterForward?: boolean;
+  mpPolicy?: MixedPrecisionPolicy;
+  /** PyTorch's OffloadPolicy: only the default (no offload) is offered. */
+  offloadPolicy?: undefined;
+}
+
+/** What fullyShard adds to a module (PyTorch's FSDPModule). */
+export interface FSDPModule {
+  /** Gathers the parameters now (they stay gathered until reshard() or the next backward's end). */
+  unshard(): void;
+  /** Frees the gathered parameters. */
+  reshard(): void;
+  /** false: backward accumulates unsharded gradients without reducing them (gradient accumulation). */
+  setRequiresGradientSync(requiresGradientSync: boolean, opts?: { recurse?: boolean }): void;
+}
+
+interface State {
+  module: Module;
+  group: FSDPParamGroup;
+  /** Set by the outermost forward: this module's group is not freed after forward. */
+  isRoot: boolean;
+}
+
+const states = new WeakMap<Module, State>();
+const shardOwner = new WeakMap<Tensor, FSDPParam>();
+const OPTION_KEYS = ['mesh', 'reshardAfterForward', 'mpPolicy', 'offloadPolicy'];
+
+/** The FSDP parameter a tensor is the shard of, if any (for state dicts). */
+export function shardOf(x: Tensor): FSDPParam | undefined {
+  return shardOwner.get(x);
+}
+
+/** The states of `module`'s subtree, outermost first. */
+function subtree(module: Module): State[] {
+  return module
+    .modules()
+    .map((m) => states.get(m))
+    .filter((s): s is State => s !== undefined);
+}
+
+// The backward in flight: the root whose groups its end-of-graph callback finishes.
+let forwardDepth = 0;
+let lastRoot: State | null = null;
+let callbackQueued = false;
+let callbackInstalled = false;
+
+function finishBackward(): void {
+  callbackQueued = false;
+  if (lastRoot === null) return;
+  for (const s of subtree(lastRoot.module)) {
+    s.group.finishBackward();
+    s.group.reshard();
+  }
+}
+
+/** Queues finishBackward at the end of the backward now running (once per backward). */
+function inBackward(): void {
+  if (callbackQueued) return;
+  if (!callbackInstalled) {
+    native.setBackwardCallback(() => finishBackward());
+    callbackInstalled = true;
+  }
+  callbackQueued = true;
+  native.queueBackwardCallback(0);
+}
+
+function castInputs(args: unknown[], mp: MixedPrecisionPolicy): unknown[] {
+  const dtype = mp.paramDtype;
+  if (!dtype || mp.castForwardInputs === false) return args;
+  return args.map((a) => (a instanceof Tensor && isFloatingPoint(a.dtype) ? a.to({ dtype }) : a));
+}
+
+/** The tensors of a forward's output (a tensor, or arrays and plain objects of them). */
+function tensorsOf(out: unknown, found: Tensor[] = []): Tensor[] {
+  if (out instanceof Tensor) found.push(out);
+  else if (Array.isArray(out)) for (const x of out) tensorsOf(x, found);
+  else if (out !== null && typeof out === 'object' && Object.getPrototypeOf(out) === Object.prototype)
+    for (const x of Object.values(out)) tensorsOf(x, found);
+  return found;
+}
+
+function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
+  return (...args: unknown[]): unknown => {
+    const outermost = forwardDepth === 0;
+    if (outermost) {
+      state.isRoot = true;
+      lastRoot = state;
+    }
+    state.group.unshard();
+    forwardDepth++;
+    let out: unknown;
+    try {
+      out = original.apply(state.module, castInputs(args, state.group.mp));
+    } finally {
+      forwardDepth--;
+    }
+    const grad = isGradEnabled();
+    if (grad)
+      for (const o of tensorsOf(out))
+        if (o.requiresGrad)
+          o.registerHook(() => {
+            inBackward();
+            state.group.unshard();
+          });
+    if (!grad || (!state.isRoot && state.group.reshardAfterForward)) state.group.reshard();
+    return out;
+  };
+}
+
+/**
+ * Shards `module`'s parameters over the ranks of `mesh` (torch.distributed.fsdp.fully_shard):
+ * those not already sharded by a fullyShard() on a module inside it. Returns the module,
+ * with FSDPModule's methods; its parameters are now this rank's shards (build the
+ * optimizer after). CPU tensors only for now.
+ */
+export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions = {}): M & FSDPModule {
+  const unknown = Object.keys(opts).filter((k) => !OPTION_KEYS.includes(k));
+  if (unknown.length > 0)
+    throw new TypeError(
+      `fullyShard(): unknown option ${unknown.join(', ')}; it takes ${OPTION_KEYS.join(', ')}`,
+    );
+  if (opts.offloadPolicy !== undefined)
+    throw new TypeError('fullyShard(): offloadPolicy (CPU offload) is not offered yet; leave it out');
+  const reshardAfterForward = opts.reshardAfterForward ?? true;
+  if (typeof reshardAfterForward !== 'boolean')
+    throw new TypeError(
+      'fullyShard(): reshardAfterForward must be true or false (a world size to reshard to is not offered)',
+    );
+  if (states.has(module)) throw new TypeError('fullyShard(): this module is already fully sharded');
+  const pg = resolveGroup(opts.mesh);
+  if (!pg.isMember) throw new TypeError('fullyShard(): this rank is not in the mesh');
+
+  // Its parameters, except those of modules sharded already (tied ones once, with every owner).
+  const inner = new Set<Module>();
+  for (const m of module.modules())
+    if (m !== module && states.has(m)) for (const d of m.modules()) inner.add(d);
+  const owners = new Map<Tensor, { fqn: string; owners: [Module, string][] }>();
+  for (const [path, m] of module.namedModules({ removeDuplicate: false })) {
+    if (inner.has(m)) continue;
+    for (const [name, p] of m.namedParameters({ recurse: false })) {
+      if (shardOwner.has(p)) continue;
+      const entry = owners.get(p);
+      if (entry) {
+        if (!entry.owners.some(([o, n]) => o === m && n === name)) entry.owners.push([m, name]);
+      } else owners.set(p, { fqn: path === '' ? name : `${path}.${name}`, owners: [[m, name]] });
+    }
+  }
+  const params = [...owners.entries()].map(([p, { fqn, owners: o }]) => {
+    if (!p.isCpu)
+      throw new TypeError(
+        `fullyShard(): '${fqn}' is on ${p.device}; only CPU parameters can be sharded for now`,
+      );
+    const f = new FSDPParam(fqn, o, p, pg);
+    shardOwner.set(f.sharded, f);
+    return f;
+  });
+  const dtypes = new Set(params.map((p) => p.dtype));
+  if (dtypes.size > 1)
+    throw new TypeError(`fullyShard(): the parameters have several dtypes (${[...dtypes].join(', ')})`);
+  const state: State = {
+    module,
+    group: new FSDPParamGroup(params, pg, reshardAfterForward, opts.mpPolicy ?? {}),
+    isRoot: false,
+  };
+  state.group.onBackward = inBackward;
+  states.set(module, state);
+  const original = module.forward as (...args: unknown[]) => unknown;
+  module.forward = forwardOf(state, original) as M['forward'];
+  const fsdp: FSDPModule = {
+    unshard: () => state.group.unshard(),
+    reshard: () => state.group.reshard(),
+    setRequiresGradientSync: (requires, o = {}) => {
+      for (const s of o.recurse === false ? [state] : subtree(module))
+        s.group.requiresGradientSync = requires;
+    },
+  };
+  return Object.assign(module, fsdp);
+}

@@ -1,0 +1,72 @@
+// One rank of test/fsdp.test.ts: fullyShard on nanoGPT's blocks and then the whole model,
+// AdamW, 5 steps, as test/fixtures/distributed/fsdp.py does with PyTorch's fully_shard
+// (the initial state and this rank's batches come from the fixture); writes the losses
+// and the full parameters after (getModelStateDict with fullStateDict).
+import { readFileSync } from 'node:fs';
+import * as t from '../../src/index.ts';
+import { type FixtureTensor, toTensor, values } from '../helpers/fixtures.ts';
+import { rank, workerConfig, writeResult } from './common.ts';
+
+const d = t.distributed;
+const fx = JSON.parse(
+  readFileSync(new URL('../fixtures/distributed/fsdp.json', import.meta.url), 'utf8'),
+) as {
+  init: Record<string, FixtureTensor>;
+  ranks: { batches: [FixtureTensor, FixtureTensor][] }[];
+};
+const { reshardAfterForward, accumulate } = workerConfig<{
+  reshardAfterForward: boolean;
+  accumulate?: boolean;
+}>();
+
+function run() {
+  const gpt = new t.models.GPT({
+    vocabSize: 32,
+    blockSize: 8,
+    nLayer: 2,
+    nHead: 2,
+    nEmbd: 16,
+    dropout: 0,
+    bias: true,
+  });
+  gpt.loadStateDict(Object.fromEntries(Object.entries(fx.init).map(([k, v]) => [k, toTensor(v)])));
+  for (const block of gpt.transformer.h) d.fsdp.fullyShard(block, { reshardAfterForward });
+  const model = d.fsdp.fullyShard(gpt, { reshardAfterForward });
+  const opt = new t.optim.AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.1 });
+  const losses: number[] = [];
+  for (const [x, y] of fx.ranks[rank].batches) {
+    t.tidy(() => {
+      const idx = toTensor(x);
+      const targets = toTensor(y);
+      if (accumulate) {
+        // The same batch in two halves: no reduction after the first, as PyTorch's no_sync.
+        model.setRequiresGradientSync(false);
+        const a = model.forward(idx.narrow(0, 0, 1), targets.narrow(0, 0, 1)).loss as t.Tensor;
+        a.div(2).backward();
+        model.setRequiresGradientSync(true);
+        const b = model.forward(idx.narrow(0, 1, 1), targets.narrow(0, 1, 1)).loss as t.Tensor;
+        b.div(2).backward();
+        losses.push((a.item() + b.item()) / 2);
+      } else {
+        const { loss } = model.forward(idx, targets);
+        (loss as t.Tensor).backward();
+        losses.push((loss as t.Tensor).item());
+      }
+      opt.step();
+      opt.zeroGrad();
+    });
+  }
+  const full = d.fsdp.getModelStateDict(model, { fullStateDict: true });
+  const named = gpt.namedParameters().map(([n]) => n);
+  const shardShapes = model.parameters().map((p) => p.shape);
+  return {
+    losses,
+    after: Object.fromEntries(named.map((n) => [n, values(full[n])])),
+    shardShapes,
+    stateKeys: Object.keys(full),
+  };
+}
+
+d.initProcessGroup({ backend: 'gloo', timeoutMs: 60_000 });
+writeResult(run());
+d.destroyProcessGroup();
