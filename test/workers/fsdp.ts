@@ -12,11 +12,16 @@ const fx = JSON.parse(
   readFileSync(new URL('../fixtures/distributed/fsdp.json', import.meta.url), 'utf8'),
 ) as {
   init: Record<string, FixtureTensor>;
-  ranks: { batches: [FixtureTensor, FixtureTensor][] }[];
+  ranks: {
+    batches: [FixtureTensor, FixtureTensor][];
+    reshard_true: { after: Record<string, FixtureTensor> };
+  }[];
 };
-const { reshardAfterForward, accumulate } = workerConfig<{
-  reshardAfterForward: boolean;
+const { mode, reshardAfterForward, accumulate, bf16 } = workerConfig<{
+  mode?: 'train' | 'reload';
+  reshardAfterForward?: boolean;
   accumulate?: boolean;
+  bf16?: boolean;
 }>();
 
 function run() {
@@ -30,8 +35,12 @@ function run() {
     bias: true,
   });
   gpt.loadStateDict(Object.fromEntries(Object.entries(fx.init).map(([k, v]) => [k, toTensor(v)])));
-  for (const block of gpt.transformer.h) d.fsdp.fullyShard(block, { reshardAfterForward });
-  const model = d.fsdp.fullyShard(gpt, { reshardAfterForward });
+  const opts = {
+    reshardAfterForward,
+    mpPolicy: bf16 ? { paramDtype: 'bfloat16' as const, reduceDtype: 'float32' as const } : undefined,
+  };
+  for (const block of gpt.transformer.h) d.fsdp.fullyShard(block, opts);
+  const model = d.fsdp.fullyShard(gpt, opts);
   const opt = new t.optim.AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.1 });
   const losses: number[] = [];
   for (const [x, y] of fx.ranks[rank].batches) {
@@ -67,6 +76,34 @@ function run() {
   };
 }
 
+/**
+ * A full state dict (PyTorch's parameters after its reshard_true run) loaded into a model
+ * sharded over this world (3 ranks: uneven rows), gathered back, and one forward's loss,
+ * beside the same forward of a plain model.
+ */
+function reload() {
+  const after = fx.ranks[0].reshard_true.after;
+  const full = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, toTensor(v)]));
+  full['lm_head.weight'] = full['transformer.wte.weight'];
+  const config = { vocabSize: 32, blockSize: 8, nLayer: 2, nHead: 2, nEmbd: 16, dropout: 0, bias: true };
+  const plain = new t.models.GPT(config);
+  plain.loadStateDict(full);
+  const gpt = new t.models.GPT(config);
+  for (const block of gpt.transformer.h) d.fsdp.fullyShard(block);
+  const model = d.fsdp.fullyShard(gpt);
+  d.fsdp.setModelStateDict(model, full);
+  const back = d.fsdp.getModelStateDict(model, { fullStateDict: true });
+  const [x, y] = fx.ranks[0].batches[0];
+  const loss = t.noGrad(() => (model.forward(toTensor(x), toTensor(y)).loss as t.Tensor).item());
+  const plainLoss = t.noGrad(() => (plain.forward(toTensor(x), toTensor(y)).loss as t.Tensor).item());
+  return {
+    same: Object.keys(full).every((k) => t.equal(back[k], full[k])),
+    shardShapes: model.parameters().map((p) => p.shape),
+    loss,
+    plainLoss,
+  };
+}
+
 d.initProcessGroup({ backend: 'gloo', timeoutMs: 60_000 });
-writeResult(run());
+writeResult(mode === 'reload' ? reload() : run());
 d.destroyProcessGroup();
