@@ -14,11 +14,20 @@ interface Result {
   after: Record<string, number[]>;
   shardShapes: number[][];
   stateKeys: string[];
+  optimizer: Record<string, Record<string, number[] | number>>;
+  optimizerAgain: Record<string, Record<string, number[] | number>>;
 }
 type Case = 'reshard_true' | 'reshard_false' | 'mp_bf16';
 const fx = JSON.parse(readFileSync(new URL('./fixtures/distributed/fsdp.json', import.meta.url), 'utf8')) as {
   init: Record<string, FixtureTensor>;
-  ranks: Record<Case, { losses: number[]; after: Record<string, FixtureTensor> }>[];
+  ranks: Record<
+    Case,
+    {
+      losses: number[];
+      after: Record<string, FixtureTensor>;
+      optimizer?: Record<string, Record<string, FixtureTensor>>;
+    }
+  >[];
 };
 
 /** Tolerances: the losses (relative), the parameters, and the key part of c_attn.bias (absolute: its gradient is rounding noise). */
@@ -55,6 +64,15 @@ function check(rs: Result[], c: Case, tol: Tolerance = FP32): void {
           );
       } else assertClose(r.after[k], v.data, tol.rtol, tol.atol, `rank ${rank} ${c} ${k}`);
     }
+    // The whole optimizer state (getOptimizerStateDict) is PyTorch's get_optimizer_state_dict's,
+    // and loads back (setOptimizerStateDict) to the same.
+    for (const [name, st] of Object.entries(want.optimizer ?? {}))
+      for (const [k, v] of Object.entries(st)) {
+        const got = r.optimizer[name][k];
+        if (typeof got === 'number') assert.equal(got, v.data[0], `rank ${rank} ${name}.${k}`);
+        else assertClose(got, v.data, tol.rtol, tol.atol, `rank ${rank} optimizer ${name}.${k}`);
+      }
+    assert.deepEqual(r.optimizerAgain, r.optimizer, `rank ${rank}: the optimizer state after a round trip`);
     // Every rank gathers the same whole parameters.
     assert.deepEqual(r.after, rs[0].after, `rank ${rank}: the same full state dict as rank 0`);
     // A full state dict has the plain model's keys (the tied lm_head too).

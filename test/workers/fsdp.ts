@@ -67,12 +67,27 @@ function run() {
   }
   const full = d.fsdp.getModelStateDict(model, { fullStateDict: true });
   const named = gpt.namedParameters().map(([n]) => n);
+  // The whole optimizer state, by parameter name; loaded back, it gathers the same.
+  const fullOpt = d.fsdp.getOptimizerStateDict(model, opt, { fullStateDict: true });
+  d.fsdp.setOptimizerStateDict(model, opt, fullOpt);
+  const again = d.fsdp.getOptimizerStateDict(model, opt, { fullStateDict: true });
+  const asJson = (sd: t.optim.OptimizerStateDict) =>
+    Object.fromEntries(
+      named.map((n, i) => [
+        n,
+        Object.fromEntries(
+          Object.entries(sd.state[i]).map(([k, v]) => [k, v instanceof t.Tensor ? values(v) : v]),
+        ),
+      ]),
+    );
   const shardShapes = model.parameters().map((p) => p.shape);
   return {
     losses,
     after: Object.fromEntries(named.map((n) => [n, values(full[n])])),
     shardShapes,
     stateKeys: Object.keys(full),
+    optimizer: asJson(fullOpt),
+    optimizerAgain: asJson(again),
   };
 }
 

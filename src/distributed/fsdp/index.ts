@@ -1,4 +1,11 @@
 // torch.distributed.fsdp: fully sharded data parallel (FSDP2's fully_shard).
 export { type FSDPModule, type FullyShardOptions, fullyShard } from './fully-shard.ts';
 export type { MixedPrecisionPolicy } from './param-group.ts';
-export { getModelStateDict, type StateDictOptions, setModelStateDict } from './state-dict.ts';
+export {
+  clipGradNorm_,
+  getModelStateDict,
+  getOptimizerStateDict,
+  type StateDictOptions,
+  setModelStateDict,
+  setOptimizerStateDict,
+} from './state-dict.ts';
