@@ -33,6 +33,12 @@ const args = new Command('train_gpt')
   .option('--out-dir <dir>', 'where rank 0 writes checkpoints', 'out-gpt')
   .option('--resume <mode>', "'auto' (the newest checkpoint in --out-dir, if any) or 'never'", 'auto')
   .option('--seed <n>', 'seeds the model and every random stream', Number, 1337)
+  .option(
+    '--strategy <s>',
+    'ddp (replicas), zero1 (ZeroRedundancyOptimizer) or fsdp (fullyShard per block)',
+    'ddp',
+  )
+  .option('--activation-checkpointing', 'recompute each block in backward instead of keeping its activations')
   .option('--sample-tokens <n>', 'bytes rank 0 generates at the end (0: none)', Number, 300)
   .option('--temperature <x>', 'sampling temperature', Number, 0.8)
   .option('--top-k <n>', 'sample among the k likeliest bytes', Number, 40)
@@ -58,6 +64,8 @@ const args = new Command('train_gpt')
     outDir: string;
     resume: string;
     seed: number;
+    strategy: string;
+    activationCheckpointing?: boolean;
     sampleTokens: number;
     temperature: number;
     topK: number;
@@ -92,6 +100,9 @@ let config: t.models.GPTConfig = {
 };
 if (args.resume !== 'auto' && args.resume !== 'never')
   throw new TypeError(`--resume must be 'auto' or 'never', got '${args.resume}'`);
+if (!['ddp', 'zero1', 'fsdp'].includes(args.strategy))
+  throw new TypeError(`--strategy must be ddp, zero1 or fsdp, got '${args.strategy}'`);
+const strategy = distributed ? (args.strategy as 'ddp' | 'zero1' | 'fsdp') : 'ddp'; // one process: nothing to share
 const resumeFrom = args.resume === 'auto' ? await t.latestCheckpoint(args.outDir) : null;
 // The replicas are identical and the batches are drawn afresh, so any world size may resume.
 const loadOpts = { allowWorldSizeChange: true };
@@ -121,23 +132,62 @@ function getBatch(data: t.Tensor, gen: t.Generator): [t.Tensor, t.Tensor] {
 }
 
 // 4. Model and optimizer. The same seed on every rank gives the same initial weights
-// (DDP would broadcast rank 0's anyway); AdamW decays the matrices only.
+// (DDP would broadcast rank 0's anyway); AdamW decays the matrices only. --strategy:
+//   ddp    every rank keeps everything; DDP all-reduces the gradients in backward.
+//   zero1  as ddp, but each rank keeps the AdamW state of its shard of the parameters only.
+//   fsdp   each block, then the whole model, fully sharded: a rank keeps its rows of every
+//          parameter, gradient and AdamW state; the blocks are gathered around their use.
 t.manualSeed(args.seed);
-const model = t.models.gpt(config);
+const model = t.models.gpt(config, { activationCheckpointing: args.activationCheckpointing === true });
 model.to(device);
-const optimizer = model.configureOptimizers({
+const fsdp = t.distributed.fsdp;
+let sharded: t.distributed.fsdp.FSDPModule | null = null;
+if (strategy === 'fsdp') {
+  for (const block of model.transformer.h) fsdp.fullyShard(block);
+  sharded = fsdp.fullyShard(model);
+}
+const adamw = {
   weightDecay: args.weightDecay,
   learningRate: args.lr,
-  betas: [0.9, 0.99], // nanoGPT's choice for small batches: a shorter memory of gradient scale
-});
+  betas: [0.9, 0.99] as [number, number], // nanoGPT's choice for small batches: a shorter memory of gradient scale
+};
+let optimizer: t.optim.Optimizer = model.configureOptimizers(adamw);
+if (strategy === 'zero1')
+  optimizer = new t.distributed.optim.ZeroRedundancyOptimizer(
+    optimizer.paramGroups.map((g) => ({ params: g.params, weightDecay: g.weightDecay })),
+    { optimizerClass: t.optim.AdamW, lr: args.lr, betas: adamw.betas },
+  );
+
+/**
+ * What a checkpoint holds and a resume loads: plain state dicts under every strategy (the
+ * whole model and the whole optimizer state), so a run resumes under another strategy.
+ * Under fsdp every rank gathers them (and keeps its rows when loading); under zero1 the
+ * shards of the optimizer state go to rank 0.
+ */
+const checkpointed = {
+  model:
+    strategy === 'fsdp'
+      ? {
+          stateDict: () => fsdp.getModelStateDict(model, { fullStateDict: true }),
+          loadStateDict: (sd: Record<string, t.Tensor>) => fsdp.setModelStateDict(model, sd),
+        }
+      : model,
+  optimizer:
+    strategy === 'fsdp'
+      ? {
+          stateDict: () => fsdp.getOptimizerStateDict(model, optimizer, { fullStateDict: true }),
+          loadStateDict: (sd: t.optim.OptimizerStateDict) => fsdp.setOptimizerStateDict(model, optimizer, sd),
+        }
+      : optimizer,
+};
 
 let startIter = 0;
 if (resumeFrom !== null) {
-  const ck = await t.loadCheckpoint(resumeFrom, { model, optimizer, rng: false }, loadOpts);
+  const ck = await t.loadCheckpoint(resumeFrom, { ...checkpointed, rng: false }, loadOpts);
   startIter = ck.step;
   log(`resuming from ${resumeFrom} at iter ${startIter}`);
 }
-const ddp = distributed ? new t.DistributedDataParallel(model) : null;
+const ddp = distributed && strategy !== 'fsdp' ? new t.DistributedDataParallel(model) : null;
 const net = ddp ?? model; // what training calls: DDP all-reduces the gradients in backward
 
 // Every rank draws its own batches, and dropout masks, from its own stream. A resumed
@@ -179,12 +229,36 @@ async function estimateLoss(): Promise<{ train: number; val: number }> {
   return { train, val };
 }
 
+/** What saveCheckpoint writes for a state dict all ranks gathered beforehand (fsdp). */
+function gathered(sd: object): t.Stateful {
+  return {
+    stateDict: () => sd,
+    loadStateDict: () => {
+      throw new Error('a gathered state dict is written, not loaded');
+    },
+  };
+}
+
 async function saveCheckpoint(iter: number, valLoss: number): Promise<void> {
+  // Every rank takes part in gathering the state (fsdp, zero1); rank 0 writes it.
+  const state = {
+    model: strategy === 'fsdp' ? fsdp.getModelStateDict(model, { fullStateDict: true }) : null,
+    optimizer:
+      strategy === 'fsdp' ? fsdp.getOptimizerStateDict(model, optimizer, { fullStateDict: true }) : null,
+  };
+  if (optimizer instanceof t.distributed.optim.ZeroRedundancyOptimizer) optimizer.consolidateStateDict(0);
   if (master) {
     const extra = { config, valLoss, args };
     const saved = await t.saveCheckpoint(
       args.outDir,
-      { model, optimizer, epoch: 0, step: iter, rng: false, extra }, // no epochs: batches are random
+      {
+        model: state.model ? gathered(state.model) : model,
+        optimizer: state.optimizer ? gathered(state.optimizer) : optimizer,
+        epoch: 0, // no epochs: batches are random
+        step: iter,
+        rng: false,
+        extra,
+      },
       { keepLast: 2 },
     );
     log(`saved ${saved.dir}`);
@@ -225,11 +299,17 @@ for (let iter = startIter; ; iter++) {
       loss.div(args.gradAccum).backward(); // the mean over micro-batches, as one big batch
       return loss.item();
     };
-    lossSum += ddp !== null && micro < args.gradAccum - 1 ? ddp.noSync(step) : step();
+    const last = micro === args.gradAccum - 1;
+    sharded?.setRequiresGradientSync(last); // fsdp: no reduce-scatter before the last
+    lossSum += ddp !== null && !last ? ddp.noSync(step) : step();
   }
   {
     using _ = t.scope();
-    if (args.gradClip > 0) t.optim.clipGradNorm_(model.parameters(), args.gradClip);
+    if (args.gradClip > 0) {
+      // Under fsdp a rank holds shards: the norm is over every rank's (one all-reduce).
+      if (strategy === 'fsdp') fsdp.clipGradNorm_(model, args.gradClip);
+      else t.optim.clipGradNorm_(model.parameters(), args.gradClip);
+    }
     optimizer.step();
     optimizer.zeroGrad();
   }
@@ -244,19 +324,27 @@ for (let iter = startIter; ; iter++) {
   }
 }
 
-// 6. DDP keeps the replicas identical: every rank prints a fingerprint of its weights.
+// 6. Every strategy keeps the ranks' models identical: every rank prints a fingerprint of
+// its weights (under fsdp, gathered whole).
 const digest = createHash('sha256');
-for (const p of Object.values(model.stateDict())) digest.update(p.to('cpu').toBytes());
+const finalState =
+  strategy === 'fsdp' ? fsdp.getModelStateDict(model, { fullStateDict: true }) : model.stateDict();
+for (const p of Object.values(finalState)) digest.update(p.to('cpu').toBytes());
 console.log(`parameters sha256 ${digest.digest('hex').slice(0, 16)} (rank ${rank} of ${worldSize})`);
 ddp?.close();
 if (distributed) t.distributed.destroyProcessGroup();
 
-// 7. A sample from the trained model, starting from a newline (nanoGPT's sample.py).
+// 7. A sample from the trained model, starting from a newline (nanoGPT's sample.py). Under
+// fsdp the sharded model needs its peers for every forward: rank 0 samples from a plain
+// copy of the whole weights instead.
 if (master && args.sampleTokens > 0) {
-  model.eval();
+  const sampler = strategy === 'fsdp' ? t.models.gpt(config) : model;
+  if (sampler !== model) sampler.loadStateDict(finalState);
+  sampler.to(device);
+  sampler.eval();
   using _ = t.scope();
   const start = t.tensor([[10]], { dtype: 'int64', device });
-  const out = model.generate(start, args.sampleTokens, {
+  const out = sampler.generate(start, args.sampleTokens, {
     temperature: args.temperature,
     topK: args.topK,
     generator: new t.Generator().manualSeed(streamSeed(args.seed, 'sample')),

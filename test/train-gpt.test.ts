@@ -120,3 +120,29 @@ test('examples/train_gpt.ts runs as a single process without a launcher', () => 
   assert.match(out, /parameters sha256 [0-9a-f]{16} \(rank 0 of 1\)/);
   assert.deepEqual(readdirSync(join(tmp, 'single')), ['ckpt-000020']);
 });
+
+test('--strategy fsdp (with --activation-checkpointing) and zero1 train, and resume from each other’s checkpoints', () => {
+  const outDir = join(tmp, 'strategies');
+  const common = ['--eval-interval', '50', '--out-dir', outDir];
+  const fsdp = tsrun(['--strategy', 'fsdp', '--activation-checkpointing', '--max-iters', '100', ...common]);
+  const fsdpEvals = evals(fsdp);
+  assert.deepEqual([...fsdpEvals.keys()], [0, 50, 100]);
+  assert.ok(fsdpEvals.get(100)![1] < fsdpEvals.get(0)![1] - 1, `fsdp val loss ${fsdpEvals.get(100)![1]}`);
+  let fp = fingerprints(fsdp);
+  assert.equal(fp.size, 2);
+  assert.equal(fp.get(0), fp.get(1), 'fsdp: the gathered weights are the same on both ranks');
+
+  // The checkpoint holds the whole model and optimizer state: zero1 goes on from it, and the
+  // restored model evaluates exactly as the sharded one did when it was saved.
+  const zero1 = tsrun(['--strategy', 'zero1', '--max-iters', '150', ...common]);
+  assert.match(zero1, /resuming from .*ckpt-000100 at iter 100/);
+  const zeroEvals = evals(zero1);
+  assert.deepEqual(zeroEvals.get(100), fsdpEvals.get(100));
+  fp = fingerprints(zero1);
+  assert.equal(fp.get(0), fp.get(1), 'zero1: the replicas are identical');
+
+  const back = tsrun(['--strategy', 'fsdp', '--max-iters', '200', ...common]);
+  assert.match(back, /resuming from .*ckpt-000150 at iter 150/);
+  assert.deepEqual(evals(back).get(150), zeroEvals.get(150));
+  assert.ok(evals(back).get(200)![1] < fsdpEvals.get(100)![1] + 0.05);
+});

@@ -432,7 +432,10 @@ function checkOptimizerFits(target: Stateful, savedState: unknown, refuse: (what
     return Array.isArray(g) ? g : null;
   };
   const saved = groups(savedState);
-  const current = groups(target.stateDict());
+  // An optimizer's own groups where it has them: a ZeroRedundancyOptimizer has a whole
+  // state dict only on the rank it was consolidated on.
+  const own = (target as { paramGroups?: unknown }).paramGroups;
+  const current = Array.isArray(own) ? own : groups(target.stateDict());
   if (saved === null || current === null) return;
   if (saved.length !== current.length) {
     refuse(`optimizer has ${current.length} parameter groups, the checkpoint ${saved.length}`);

@@ -1,7 +1,6 @@
 // Setting a training run up on one rank (architecture §9): everything the Trainer needs,
 // built in the order the classic PyTorch DDP recipe builds it, with the pre-flight checks in between.
 import { GradScaler } from '../amp/index.ts';
-import type { Stateful } from '../checkpoint/stateful.ts';
 import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { Heartbeat, SETUP_STEP } from '../launch/heartbeat.ts';
@@ -18,7 +17,7 @@ import {
   vitTiny,
 } from '../models/index.ts';
 import { type Module, SyncBatchNorm } from '../nn/index.ts';
-import { AdamW, type lrScheduler, Optimizer, type OptimizerStateDict, SGD } from '../optim/index.ts';
+import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
 import type { TrainConfig, TrainConfigInput } from './config.ts';
 import {
   buildDatasets,
@@ -130,7 +129,7 @@ async function setupParts(
     beat('choosing the checkpoint to resume', true);
     const resumeDir = await findResume(plan.io, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
-    const targets = { model, optimizer: resumeTarget(optimizer), scheduler, scaler: scaler ?? undefined };
+    const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
     const identity = dataIdentity(setup.train);
     const resume =
       resumeDir === null
@@ -164,20 +163,6 @@ async function setupParts(
     if (pg.created && dist.isInitialized()) dist.destroyProcessGroup();
     throw e;
   }
-}
-
-/**
- * What a resume loads the optimizer through. A ZeroRedundancyOptimizer has a whole state
- * dict only where one was consolidated; the checkpoint's fit check reads its layout before
- * consolidation instead (its groups, numbered as PyTorch numbers them, no state), and each
- * rank keeps its shard of the loaded state.
- */
-function resumeTarget(optimizer: Optimizer): Optimizer | Stateful {
-  if (!(optimizer instanceof dist.optim.ZeroRedundancyOptimizer)) return optimizer;
-  return {
-    stateDict: () => Optimizer.prototype.stateDict.call(optimizer),
-    loadStateDict: (sd: OptimizerStateDict) => optimizer.loadStateDict(sd),
-  };
 }
 
 /** Where this rank's math runs: its GPU (LOCAL_RANK's) where CUDA is, else the CPU; the autocast dtype. */

@@ -42,8 +42,13 @@ export interface FSDPModule {
 interface State {
   module: Module;
   group: FSDPParamGroup;
-  /** Set by the outermost forward: this module's group is not freed after forward. */
+  /**
+   * Set at the module's first forward, when no other fully sharded forward is running
+   * (FSDP2's lazy init): the root's group is not freed after forward, and the end of
+   * backward finishes the groups of the root's subtree.
+   */
   isRoot: boolean;
+  initialized: boolean;
 }
 
 const states = new WeakMap<Module, State>();
@@ -106,11 +111,12 @@ function tensorsOf(out: unknown, found: Tensor[] = []): Tensor[] {
 
 function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
   return (...args: unknown[]): unknown => {
-    const outermost = forwardDepth === 0;
-    if (outermost) {
-      state.isRoot = true;
-      lastRoot = state;
+    if (!state.initialized) {
+      state.initialized = true;
+      state.isRoot = forwardDepth === 0;
     }
+    // (Not a block's forward run again in backward by activation checkpointing: not a root.)
+    if (state.isRoot && forwardDepth === 0) lastRoot = state;
     state.group.unshard();
     forwardDepth++;
     let out: unknown;
@@ -186,6 +192,7 @@ export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions 
     module,
     group: new FSDPParamGroup(params, pg, reshardAfterForward, opts.mpPolicy ?? {}),
     isRoot: false,
+    initialized: false,
   };
   state.group.onBackward = inBackward;
   states.set(module, state);
