@@ -24,9 +24,9 @@ import { parseArgs } from 'node:util';
 import { probeTorchPython, REPO_ROOT, referenceScript } from '../src/benchmark/reference.ts';
 import { fmt, markdownTable } from '../src/benchmark/stats.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../src/files/index.ts';
-import { freePort, spawnRanks } from '../src/host/gang.ts';
 import { describeMachine, machineInfo } from '../src/host/machine.ts';
 import { intFlag, positiveFlag } from './lib/flags.ts';
+import { runGang } from './lib/gang.ts';
 
 /** busbw / algbw at world size n, as nccl-tests. */
 const BUS_FACTOR: Record<string, (n: number) => number> = {
@@ -115,49 +115,6 @@ const SIDES: Record<GangRun['side'], [string, string[]] | null> = {
   pytorch: torch && [torch.python, [referenceScript('collectives.py'), ...workerArgs]],
 };
 
-/** Runs one gang of `world` ranks to the end; rank 0's JSON line. Kills the gang when a rank fails. */
-async function runGang(command: string, args: string[], world: number): Promise<GangRun> {
-  const procs = spawnRanks({
-    command,
-    args,
-    world,
-    port: await freePort(),
-    env: { ...process.env, OMP_NUM_THREADS: '1' },
-    cwd: REPO_ROOT,
-  });
-  let stdout = '';
-  const stderr = procs.map(() => '');
-  const killAll = () => {
-    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  };
-  const timer = setTimeout(killAll, 30 * 60_000);
-  const codes = await Promise.all(
-    procs.map((p, rank) => {
-      p.stdout.setEncoding('utf8');
-      p.stderr.setEncoding('utf8');
-      p.stdout.on('data', (s: string) => {
-        if (rank === 0) stdout += s;
-      });
-      p.stderr.on('data', (s: string) => {
-        stderr[rank] = (stderr[rank] + s).slice(-3000);
-      });
-      return new Promise<number | null>((res) =>
-        p.once('close', (code) => {
-          if (code !== 0) killAll(); // its peers would wait in a collective
-          res(code);
-        }),
-      );
-    }),
-  );
-  clearTimeout(timer);
-  const last = stdout.trim().split('\n').pop() ?? '';
-  if (codes.some((c) => c !== 0) || !last.startsWith('{')) {
-    const tails = stderr.map((s, r) => `rank ${r} (exit ${codes[r]}):\n${s.trim()}`).join('\n');
-    throw new Error(`${command} ${args.slice(0, 3).join(' ')} (world ${world}) failed:\n${tails}`);
-  }
-  return JSON.parse(last) as GangRun;
-}
-
 // world -> side -> one run per repeat, A B A B.
 const t0 = performance.now();
 const runs = new Map<number, { tsddp: GangRun[]; pytorch: GangRun[] }>();
@@ -169,7 +126,7 @@ for (const world of worlds) {
       const spec = SIDES[side];
       if (!spec) continue;
       const s0 = performance.now();
-      byside[side].push(await runGang(spec[0], spec[1], world));
+      byside[side].push(await runGang<GangRun>(spec[0], spec[1], world));
       log(`world ${world}, round ${r + 1}/${repeats}, ${side}: ${fmt((performance.now() - s0) / 1000)} s`);
     }
   }
