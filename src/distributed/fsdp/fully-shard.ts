@@ -129,7 +129,8 @@ function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
     if (grad)
       for (const o of tensorsOf(out))
         if (o.requiresGrad)
-          o.registerHook(() => {
+          o.registerHook((g) => {
+            g.dispose(); // the handle only: the gradient flows on
             inBackward();
             state.group.unshard();
           });

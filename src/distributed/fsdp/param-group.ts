@@ -67,6 +67,9 @@ export class FSDPParam {
     );
     this.sharded = Parameter(rows.clone(), original.requiresGrad);
     for (const o of owners) setParam(o, this.sharded);
+    // The whole parameter goes now, not when the garbage collector finds its handles.
+    rows.dispose();
+    original.dispose();
   }
 
   get rank(): number {
@@ -167,9 +170,17 @@ export class FSDPParamGroup {
   /** A gathered parameter's gradient for this backward (a hook, once per parameter and backward). */
   private onGrad(p: FSDPParam, g: Tensor): void {
     this.onBackward();
-    if (!this.requiresGradientSync) return; // accumulates in the unsharded .grad
+    if (!this.requiresGradientSync) {
+      g.dispose(); // the handle only: autograd accumulates the gradient in the unsharded .grad
+      return;
+    }
     const earlier = p.unsharded?.grad ?? null;
-    this.pending.set(p, (earlier === null ? g : earlier.add(g)).keep());
+    if (earlier === null) this.pending.set(p, g.keep());
+    else {
+      this.pending.set(p, earlier.add(g).keep());
+      earlier.dispose();
+      g.dispose();
+    }
     if (this.pending.size === this.trainable) this.reduceGrads();
   }
 
@@ -205,7 +216,8 @@ export class FSDPParamGroup {
             .narrow(0, 0, p.localRows)
             .to({ dtype: p.dtype });
           const have = p.sharded.grad;
-          if (have === null) p.sharded.grad = piece.clone().keep();
+          // .grad holds the tensor itself; the handles go with this scope.
+          if (have === null) p.sharded.grad = piece.clone();
           else have.add_(piece);
           offset += p.paddedShardNumel;
           g.dispose();

@@ -33,16 +33,7 @@ export function getModelStateDict(model: Module, opts: StateDictOptions = {}): R
     }
     let full = gathered.get(shard as Tensor);
     if (full === undefined) {
-      full = noGrad(() => {
-        const ws = p.worldSize;
-        const input = p.paddedShard(p.dtype);
-        const output = t.empty([ws * input.numel()], { dtype: p.dtype });
-        allGatherIntoTensor(output, input, { group: p.group });
-        return output
-          .view([ws * p.chunkRows, ...p.shape.slice(1)])
-          .narrow(0, 0, p.shape[0])
-          .clone();
-      });
+      full = gatherRows(p, p.sharded);
       gathered.set(shard as Tensor, full);
     }
     out[k] = full;
