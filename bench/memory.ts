@@ -7,8 +7,9 @@
 // The default is GPT-2 small (124M parameters) at world 2, 4 sequences of 256 tokens per
 // rank, AdamW. For each strategy a gang of --world processes (env://, one thread each) runs
 // tsddp (bench/workers/memory.mts), then PyTorch (bench/reference/memory.py): --steps steps,
-// the first a warm-up. Both run with MALLOC_MMAP_THRESHOLD_=65536, so that glibc returns
-// freed tensors (>= 64 KiB) to the system and the resident set follows the live tensors.
+// the first a warm-up. Both run with MALLOC_MMAP_THRESHOLD_=65536 (and tsddp without its
+// malloc tuning, TSDDP_MALLOC_TUNING=0), so that glibc returns freed tensors (>= 64 KiB) to
+// the system and the resident set follows the live tensors.
 // Reported per strategy and side (the largest over the ranks): the peak resident set
 // (VmHWM), the base before the model was built, the activations backward keeps (RSS after
 // the last forward minus before it), and tokens/s; the ratios are tsddp / PyTorch. Writes
@@ -72,7 +73,10 @@ interface Run {
 
 const torch = probeTorchPython(opts.python);
 if (torch === null) log('no Python that can import torch (--python PATH): tsddp only, no ratios.');
-const env = { MALLOC_MMAP_THRESHOLD_: '65536' };
+// Both sides on glibc's allocator as configured here: without tsddp's own tuning (which keeps
+// freed blocks in the heap for speed, native/src/addon.cc), so the resident set follows the
+// live tensors on both.
+const env = { MALLOC_MMAP_THRESHOLD_: '65536', TSDDP_MALLOC_TUNING: '0' };
 const t0 = performance.now();
 const runs: Run[] = [];
 for (const strategy of strategies) {
@@ -121,7 +125,7 @@ const header =
   (pyRun ? `, PyTorch ${pyRun.torch}` : ', no PyTorch side') +
   `; GPT ${opts.layers} layers x ${opts.width} (${fmt((first?.params ?? 0) / 1e6)}M parameters), block ${opts.block}, ` +
   `batch ${opts.batch} per rank, world ${world}, AdamW, ${steps} steps (1 warm-up), 1 thread per rank; ` +
-  'MiB of resident memory per rank (the largest rank), MALLOC_MMAP_THRESHOLD_=65536';
+  'MiB of resident memory per rank (the largest rank), MALLOC_MMAP_THRESHOLD_=65536, TSDDP_MALLOC_TUNING=0';
 const markdown = `${header}\n\n${markdownTable(
   [
     'strategy',

@@ -7,8 +7,8 @@
 // A GPT of LAYERS blocks (nanoGPT's, dropout 0), AdamW (lr 6e-4, weight decay 0.1), BATCH
 // sequences of BLOCK random tokens per rank per step (seeded by rank), STEPS steps; the
 // first is the warm-up. Memory is the resident set (/proc/self/status) with the
-// allocator's mmap threshold fixed (MALLOC_MMAP_THRESHOLD_, set by bench/memory.ts), so
-// freed tensors leave it:
+// allocator's mmap threshold fixed (MALLOC_MMAP_THRESHOLD_ and TSDDP_MALLOC_TUNING=0, set
+// by bench/memory.ts), so freed tensors leave it:
 //   baseMiB        RSS before the model is built (the runtime, libtorch, the process group);
 //   peakMiB        VmHWM at the end: the run's peak;
 //   activationsMiB in the last step, RSS after forward minus RSS before it (what backward keeps);
@@ -54,6 +54,8 @@ for (let s = 0; s < steps; s++) {
     await dist.barrier();
     t0 = performance.now();
   }
+  // As examples/train_gpt.ts: forward and backward in a scope, so that their tensors go
+  // before the optimizer step; then the step in another.
   t.tidy(() => {
     const x = t.randint(0, vocab, [batch, block], { generator: gen });
     const y = t.randint(0, vocab, [batch, block], { generator: gen });
@@ -61,9 +63,11 @@ for (let s = 0; s < steps; s++) {
     const loss = net.forward(x, y).loss as t.Tensor;
     if (s === steps - 1) activations = status('VmRSS') - before;
     loss.backward();
+    losses.push(loss.item());
+  });
+  t.tidy(() => {
     opt.step();
     opt.zeroGrad();
-    losses.push(loss.item());
   });
 }
 const elapsed = (performance.now() - t0) / 1000;

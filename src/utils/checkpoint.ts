@@ -173,7 +173,9 @@ export function checkpoint<R>(fn: (...args: never[]) => R, ...rest: unknown[]): 
   forgetDeadRegions();
   const rngState = preserve ? getRngState() : null;
   const autocast = native.getAutocast('cpu');
-  const out = noGrad(() => call(...args));
+  // In a scope of its own: the region's intermediates go as soon as it returns (kept
+  // until the caller's scope ends, they would cost what checkpointing saves).
+  const out = tidy(() => noGrad(() => call(...args)));
   const outs = outputTensors(out).filter(differentiable);
   const id = nextId++;
   const attached = native.checkpointAttach(
