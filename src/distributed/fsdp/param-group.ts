@@ -62,13 +62,18 @@ export class FSDPParam {
     this.rowNumel = this.shape.slice(1).reduce((a, b) => a * b, 1);
     this.chunkRows = Math.ceil(this.shape[0] / worldSize);
     this.localRows = Math.max(0, Math.min(this.chunkRows, this.shape[0] - rank * this.chunkRows));
-    const rows = noGrad(() =>
-      original.detach().narrow(0, Math.min(rank * this.chunkRows, this.shape[0]), this.localRows),
+    // In a scope: no handle of a view of the whole parameter outlives this.
+    const rows = t.tidy(() =>
+      noGrad(() =>
+        original
+          .detach()
+          .narrow(0, Math.min(rank * this.chunkRows, this.shape[0]), this.localRows)
+          .clone(),
+      ),
     );
-    this.sharded = Parameter(rows.clone(), original.requiresGrad);
+    this.sharded = Parameter(rows, original.requiresGrad);
     for (const o of owners) setParam(o, this.sharded);
-    // The whole parameter goes now, not when the garbage collector finds its handles.
-    rows.dispose();
+    // The whole parameter goes now, not when the garbage collector finds its handle.
     original.dispose();
   }
 

@@ -85,18 +85,20 @@ function optimizerParams(optimizer: Optimizer): Tensor[] {
 
 /** Every rank's rows of a state tensor shaped like `p`'s shard, gathered into `p`'s whole shape. */
 function gatherRows(p: FSDPParam, x: Tensor): Tensor {
-  return noGrad(() => {
-    const ws = p.worldSize;
-    const flat = x.detach().reshape([-1]);
-    const pad = p.paddedShardNumel - flat.numel();
-    const input = pad === 0 ? flat : t.cat([flat, t.zeros([pad], { dtype: x.dtype })]);
-    const output = t.empty([ws * input.numel()], { dtype: x.dtype });
-    allGatherIntoTensor(output, input, { group: p.group });
-    return output
-      .view([ws * p.chunkRows, ...p.shape.slice(1)])
-      .narrow(0, 0, p.shape[0])
-      .clone();
-  });
+  return t.tidy(() =>
+    noGrad(() => {
+      const ws = p.worldSize;
+      const flat = x.detach().reshape([-1]);
+      const pad = p.paddedShardNumel - flat.numel();
+      const input = pad === 0 ? flat : t.cat([flat, t.zeros([pad], { dtype: x.dtype })]);
+      const output = t.empty([ws * input.numel()], { dtype: x.dtype });
+      allGatherIntoTensor(output, input, { group: p.group });
+      return output
+        .view([ws * p.chunkRows, ...p.shape.slice(1)])
+        .narrow(0, 0, p.shape[0])
+        .clone();
+    }),
+  );
 }
 
 /**
