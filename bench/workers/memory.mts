@@ -34,6 +34,7 @@ const gpt = new t.models.GPT(
   { nLayer: layers, nEmbd: width, nHead: heads, vocabSize: vocab, blockSize: block, dropout: 0, bias: true },
   { activationCheckpointing: strategy.endsWith('_ac') },
 );
+const params = gpt.numParameters(); // before sharding: the whole model's
 let net: { forward(x: t.Tensor, y: t.Tensor): t.models.GPTOutput } = gpt;
 if (strategy.startsWith('fsdp')) {
   for (const b of gpt.transformer.h) dist.fsdp.fullyShard(b);
@@ -81,7 +82,7 @@ if (rank === 0) {
       side: 'tsddp',
       torch: t.buildInfo().torchVersion,
       strategy,
-      params: gpt.numParameters(),
+      params,
       peakMiB,
       baseMiB,
       activationsMiB,
