@@ -129,3 +129,19 @@ test('a full state dict from world 2 loads into a model sharded over 3 ranks (un
     assert.equal(r.loss, r.plainLoss);
   }
 });
+
+test('fullyShard refuses what it cannot honour, naming it', async () => {
+  const t = await import('../src/index.ts');
+  const { fullyShard } = t.distributed.fsdp;
+  const m = () => new t.nn.Linear(4, 4);
+  assert.throws(() => fullyShard(m(), { mseh: null } as never), /unknown option mseh/);
+  assert.throws(
+    () => fullyShard(m(), { offloadPolicy: {} as never }),
+    /offloadPolicy \(CPU offload\) is not offered yet/,
+  );
+  assert.throws(
+    () => fullyShard(m(), { reshardAfterForward: 2 as never }),
+    /reshardAfterForward must be true or false/,
+  );
+  assert.throws(() => fullyShard(m()), /call initProcessGroup\(\) first/);
+});

@@ -110,9 +110,11 @@ export class Work implements PromiseLike<void> {
 
   /** The Work of a call that has already completed (a blocking one). */
   static completed(): Work {
-    const w = new Work(Promise.resolve(), '', -1);
-    w.done = true;
-    return w;
+    if (completedWork === null) {
+      completedWork = new Work(Promise.resolve(), '', -1);
+      completedWork.done = true;
+    }
+    return completedWork; // one for every blocking call: a completed Work has no state left
   }
 
   wait(): Promise<void> {
@@ -131,6 +133,7 @@ export class Work implements PromiseLike<void> {
   }
 }
 
+let completedWork: Work | null = null;
 let defaultGroup: ProcessGroup | null = null;
 
 /** How the default group was made, which newGroup repeats for each new group. */
