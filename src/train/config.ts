@@ -22,8 +22,17 @@ export const DATASETS = ['shapes', 'cifar10', 'cifar100', 'imagefolder', 'fake']
 export const SCHEDULES = ['cosine', 'step', 'onecycle'] as const;
 export const AMP_MODES = ['off', 'bf16', 'fp16'] as const;
 export const OPTIMIZERS = ['sgd', 'adamw'] as const;
-/** --strategy: how the ranks hold the training state (FSDP is not in tsddp yet). */
-export const STRATEGIES = ['ddp', 'zero1'] as const;
+/** --strategy: how the ranks hold the training state (strategy.ts). */
+export const STRATEGIES = ['ddp', 'zero1', 'fsdp'] as const;
+
+/** DDP's options, which a fully sharded model (no DDP) cannot take: option and its default. */
+const DDP_ONLY = {
+  bucketCapMb: 25,
+  gradientAsBucketView: false,
+  staticGraph: false,
+  findUnusedParameters: false,
+  commHook: 'none',
+} as const;
 export const OPTIMIZER_IMPLS = ['auto', 'loop', 'foreach', 'fused'] as const;
 
 /** --betas "b1,b2" as AdamW's pair; throws a RangeError naming the flag. */
@@ -198,7 +207,7 @@ export const OPTIONS = {
   strategy: enumOpt(
     STRATEGIES,
     'ddp',
-    'how the ranks hold the training state: ddp (each rank all of it) or zero1 (torch.distributed.optim.ZeroRedundancyOptimizer: each rank the optimizer state of its shard of the parameters)',
+    'how the ranks hold the training state: ddp (each rank all of it), zero1 (torch.distributed.optim.ZeroRedundancyOptimizer: each rank the optimizer state of its shard of the parameters) or fsdp (fullyShard per block: each rank its rows of every parameter, gradient and optimizer state)',
   ),
   tune: boolOpt(
     false,
@@ -344,6 +353,28 @@ export const TrainConfigSchema = z
         message:
           'zero1 with --uneven join is not supported yet (the optimizer would need to join too): use --uneven pad',
       });
+    }
+    if (c.strategy === 'fsdp') {
+      const refuse = (path: string, message: string) =>
+        ctx.addIssue({ code: 'custom', path: [path], message });
+      for (const [k, d] of Object.entries(DDP_ONLY))
+        if (c[k as keyof typeof DDP_ONLY] !== d)
+          refuse(k, 'is a DistributedDataParallel option; --strategy fsdp shards the model without DDP');
+      if (c.uneven === 'join')
+        refuse(
+          'strategy',
+          'fsdp with --uneven join is not supported (a sharded forward needs every rank): use --uneven pad',
+        );
+      if (c.amp === 'fp16')
+        refuse(
+          'amp',
+          "fp16's GradScaler would skip steps on some ranks only (each sees only its shards' infinities) under --strategy fsdp: use --amp bf16",
+        );
+      if (c.tune)
+        refuse(
+          'tune',
+          "times DDP's buckets and replicated trials: give the options yourself with --strategy fsdp",
+        );
     }
     if (c.syncBn && c.model.startsWith('vit')) {
       ctx.addIssue({

@@ -2,7 +2,9 @@
 // DistributedEvalSampler: no padding, so every sample is counted exactly once), then
 // the sums — loss, top-1 and top-5 hits, sample count — are all-reduced. The inner
 // module is called, not the DDP wrapper: ranks may have different batch counts, and
-// DDP's forward would run collectives.
+// DDP's forward would run collectives. A fully sharded model's forward is a collective
+// (it gathers the parameters), so there every rank runs the most batches any rank has,
+// the extra ones on a placeholder image that counts nothing.
 import { autocast } from '../amp/index.ts';
 import { noGradAsync } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
@@ -12,6 +14,7 @@ import type { Module } from '../nn/index.ts';
 import { type DataSetup, prepareImages } from './data.ts';
 import type { RunPlan } from './plan.ts';
 import type { Placement } from './process-group.ts';
+import { shardedRoot } from './strategy.ts';
 
 export interface EvalResult {
   /** Mean cross-entropy over all validation samples (no label smoothing). */
@@ -33,6 +36,11 @@ export interface EvaluateOptions {
   device?: string;
   /** Sum across this group (null: one process). */
   group: ProcessGroup | null;
+  /**
+   * The model's forward is a collective (fullyShard): every rank runs as many forwards as
+   * the rank with the most batches, the missing ones on this input (counted nowhere).
+   */
+  lockstep?: () => t.Tensor;
 }
 
 export async function evaluate(
@@ -44,9 +52,13 @@ export async function evaluate(
   model.eval();
   // [loss sum, top-1 hits, top-5 hits, count]: float64 sums are exact for counts.
   const sums = [0, 0, 0, 0];
+  const group = opts.group !== null && opts.group.size > 1 ? opts.group : null;
+  const forwards = opts.lockstep && group ? await mostBatches(loader.length, group) : 0;
   try {
     await noGradAsync(async () => {
+      let ran = 0;
       for await (using batch of loader) {
+        ran++;
         using _ = t.scope();
         let x = opts.prepare(batch.image);
         let y = batch.label;
@@ -68,16 +80,20 @@ export async function evaluate(
         sums[2] += hits.sum().item();
         sums[3] += y.shape[0];
       }
+      for (; ran < forwards; ran++) {
+        using _ = t.scope();
+        model.forward((opts.lockstep as () => t.Tensor)());
+      }
     });
   } finally {
     if (wasTraining) model.train();
   }
   const localCount = sums[3];
   let total = sums;
-  if (opts.group !== null && opts.group.size > 1) {
+  if (group !== null) {
     total = await t.tidyAsync(async () => {
       const buf = t.tensor(Float64Array.from(sums), { dtype: 'float64' });
-      await allReduce(buf, 'sum', { group: opts.group as ProcessGroup });
+      await allReduce(buf, 'sum', { group });
       return Array.from(buf.toTypedArray() as Float64Array);
     });
   }
@@ -89,6 +105,15 @@ export async function evaluate(
     count: n,
     localCount,
   };
+}
+
+/** The most batches any rank of `group` has (`own`: this rank's). */
+async function mostBatches(own: number, group: ProcessGroup): Promise<number> {
+  return t.tidyAsync(async () => {
+    const n = t.tensor([own], { dtype: 'int64' });
+    await allReduce(n, 'max', { group });
+    return Number((n.toTypedArray() as BigInt64Array)[0]);
+  });
 }
 
 /** What the recipe's evaluation uses of a run's parts (setup.ts RunParts). */
@@ -111,8 +136,15 @@ export async function evaluateRun(parts: EvalParts): Promise<EvalResult> {
   if (group !== null && group.size > 1)
     await Promise.all(model.buffers().map((b) => broadcast(b, 0, { group })));
   const channelsLast = plan.model.channelsLast;
+  const prepare = (image: t.Tensor) => prepareImages(image, setup, { augment: false, channelsLast });
+  const size = setup.imageSize;
+  const placeholder = () => {
+    const x = prepare(t.zeros([1, size, size, 3], { dtype: 'uint8' }));
+    return on.device === 'cpu' ? x : x.to(on.device);
+  };
   return evaluate(model, parts.loaders.val, {
-    prepare: (image) => prepareImages(image, setup, { augment: false, channelsLast }),
+    prepare,
+    lockstep: shardedRoot(model) === null ? undefined : placeholder,
     amp: on.ampDtype,
     deviceType: on.deviceType,
     device: on.device,

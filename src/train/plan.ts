@@ -72,7 +72,7 @@ export interface SchedulePlan {
 
 export interface OptimPlan {
   name: TrainConfig['optimizer'];
-  /** --strategy: zero1 shards the optimizer state over the ranks (ZeroRedundancyOptimizer). */
+  /** --strategy: zero1 shards the optimizer state over the ranks (ZeroRedundancyOptimizer), fsdp the parameters too (strategy.ts). */
   strategy: TrainConfig['strategy'];
   impl: TrainConfig['optimizerImpl'];
   /** --lr, or undefined for the linear scaling rule (baseLr x global batch / baseBatch). */

@@ -9,6 +9,7 @@ import { globalBatchOf, type RunPlan } from './plan.ts';
 import { Progress } from './progress.ts';
 import type { RunParts } from './setup.ts';
 import { type PendingRecord, StepMeter } from './step-meter.ts';
+import { shardedRoot } from './strategy.ts';
 import type { TrainHooks } from './types.ts';
 
 /** Per-step times in ms. */
@@ -235,12 +236,13 @@ export function describeRun(parts: RunParts, stepsPerEpoch: number): string {
   const { plan, pg, setup, hooks } = parts;
   const { model: m, data, optim, loop, amp, ddp } = plan;
   const params = parts.model.parameters().reduce((n, p) => n + p.numel(), 0);
+  const sharded = shardedRoot(parts.model) !== null;
   const gb = globalBatchOf(plan, pg.worldSize);
   const rule = optim.lr === undefined ? ` (${optim.baseLr} x ${gb}/${optim.baseBatch})` : '';
   const { train, val, imageSize } = setup;
   return (
     `tsddp train: ${hooks.model ? 'custom model' : `${m.arch} (${m.stem} stem)`}, ` +
-    `${(params / 1e6).toFixed(2)}M parameters; ${data.dataset} ${imageSize}x${imageSize}: ` +
+    `${(params / 1e6).toFixed(2)}M parameters${sharded ? " (this rank's shards: fully sharded per block, FSDP)" : ''}; ${data.dataset} ${imageSize}x${imageSize}: ` +
     `${train.length} train / ${val.length} val; world ${pg.worldSize} x batch ${data.batchSize} x accum ${loop.gradAccum} ` +
     `= ${gb} images/step; lr ${parts.lr.toPrecision(4)}${rule}; ` +
     `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}${data.uneven === 'join' ? ', uneven shares in Join' : ''}${m.activationCheckpointing ? ', activation checkpointing' : ''}; ` +

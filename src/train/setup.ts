@@ -33,6 +33,7 @@ import { guardPriorRun } from './prior-run.ts';
 import { joinProcessGroup, type Placement, type RunPlacement } from './process-group.ts';
 import { chooseLatest, findResume, loadResume, type ResumePoint, resumesLatest } from './resume.ts';
 import { buildScheduler } from './schedule.ts';
+import { loadTargets, shardModel, shardsParameters } from './strategy.ts';
 import type { TrainHooks } from './types.ts';
 
 /** What setupRun() builds: everything a Trainer runs. */
@@ -114,7 +115,7 @@ async function setupParts(
       if (pg.rank === 0 && resumesLatest(plan.io, pg.restartCount))
         latestStep = await chooseLatest(plan.io, restarting);
       const setup = await buildDatasets(plan);
-      const model = buildModel(plan, hooks, setup, on);
+      const model = buildModel(plan, hooks, setup, on, pg.group);
       const optimizer = buildOptimizer(model, plan.optim, lr, pg.group);
       if (plan.io.checkpointDir !== undefined)
         checkCheckpointFolder(plan.io.checkpointDir, 2 * checkpointBytes(model, plan.optim));
@@ -129,14 +130,15 @@ async function setupParts(
     beat('choosing the checkpoint to resume', true);
     const resumeDir = await findResume(plan.io, pg, latestStep);
     if (resumeDir !== null) beat(`loading ${resumeDir}`);
-    const targets = { model, optimizer, scheduler, scaler: scaler ?? undefined };
+    const targets = { ...loadTargets(model, optimizer), scheduler, scaler: scaler ?? undefined };
     const identity = dataIdentity(setup.train);
     const resume =
       resumeDir === null
         ? null
         : { dir: resumeDir, ...(await loadResume(resumeDir, targets, plan, pg.worldSize, identity)) };
     beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
-    const ddp = pg.group === null ? null : wrapDdp(model, plan, on, pg);
+    // fsdp: the sharded model reduces its own gradients (strategy.ts).
+    const ddp = pg.group === null || shardsParameters(plan, pg.group) ? null : wrapDdp(model, plan, on, pg);
     return {
       plan,
       hooks,
@@ -200,12 +202,16 @@ function wrapDdp(
   });
 }
 
-/** The plan's ResNet or ViT (or the hook's model), seeded the same on every rank, on the device. */
+/**
+ * The plan's ResNet or ViT (or the hook's model), seeded the same on every rank, on the
+ * device; with --strategy fsdp and a group of several ranks, fully sharded over it.
+ */
 export function buildModel(
-  plan: Pick<RunPlan, 'model' | 'loop'>,
+  plan: Pick<RunPlan, 'model' | 'loop' | 'optim'>,
   hooks: TrainHooks,
   setup: Pick<DataSetup, 'numClasses' | 'imageSize'>,
   on: Placement,
+  group: dist.ProcessGroup | null = null,
 ): Module {
   const c = plan.model;
   // The same seed on every rank (DDP also broadcasts rank 0's parameters).
@@ -231,7 +237,9 @@ export function buildModel(
   if (on.deviceType === 'cuda') model.to(on.device);
   if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
   // Before DDP wraps it, as PyTorch's recipe converts: the statistics of the global batch.
-  return c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
+  const converted = c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
+  // Every rank built the same parameters (the seed): each keeps its rows (no broadcast).
+  return group !== null && shardsParameters(plan, group) ? shardModel(converted, group) : converted;
 }
 
 /**

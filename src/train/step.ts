@@ -7,11 +7,11 @@
 import { autocast } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import type { Batch } from '../data/index.ts';
-import { clipGradNorm_ } from '../optim/index.ts';
 import { seedBatchGenerator, trainingInputs } from './data.ts';
 import type { RunPosition } from './position.ts';
 import type { RunLog, StepTimes } from './run-log.ts';
 import type { RunParts } from './setup.ts';
+import { clipGradients, shardedRoot } from './strategy.ts';
 
 const now = () => performance.now();
 
@@ -37,6 +37,7 @@ export class StepRunner {
     const started = now();
     const times: StepTimes = { dataMs: 0, forwardMs: 0, backwardMs: 0 };
     const lr = optimizer.paramGroups[0].lr;
+    const sharded = shardedRoot(model);
     for (let m = 0; m < gradAccum; m++) {
       const t0 = now();
       this.beat('data loading');
@@ -45,7 +46,8 @@ export class StepRunner {
       if (next.done)
         throw new Error(`the data loader ended after ${at.stepInEpoch} steps of epoch ${at.epoch}`);
       using batch = next.value;
-      // Accumulate locally; only the last micro-batch's backward all-reduces.
+      // Accumulate locally; only the last micro-batch's backward all-reduces (fsdp: reduce-scatters).
+      sharded?.setRequiresGradientSync(m === gradAccum - 1);
       if (ddp !== null && m < gradAccum - 1) ddp.noSync(() => this.microStep(batch, at, m, times));
       else this.microStep(batch, at, m, times);
     }
@@ -55,7 +57,7 @@ export class StepRunner {
     if (clip !== undefined) {
       // As PyTorch's recipe: unscale first, so the norm is of the true gradients.
       scaler?.unscale_(optimizer);
-      clipGradNorm_(model.parameters(), clip);
+      clipGradients(model, clip);
     }
     if (scaler !== null) {
       scaler.step(optimizer);
@@ -75,7 +77,8 @@ export class StepRunner {
     const generator = seedBatchGenerator(this.batchGenerator, loop.seed, at.epoch, index, pg.rank);
     const { x, y } = trainingInputs(batch, plan, this.parts.setup, on, generator);
     const t0 = now();
-    this.beat('forward', ddp !== null); // DDP broadcasts buffers first
+    const collective = pg.group !== null && pg.group.size > 1;
+    this.beat('forward', collective); // DDP broadcasts buffers first; fsdp gathers parameters
     const net = ddp ?? model;
     const forward = () => {
       const logits = net.forward(x);
@@ -85,7 +88,7 @@ export class StepRunner {
     const [logits, loss] = ampDtype === null ? forward() : autocast({ deviceType, dtype: ampDtype }, forward);
     times.forwardMs += now() - t0;
     const t1 = now();
-    this.beat('backward and the gradient all-reduce', ddp !== null);
+    this.beat('backward and the gradient all-reduce', collective);
     const scaled = loop.gradAccum > 1 ? loss.div(loop.gradAccum) : loss;
     (scaler !== null ? scaler.scale(scaled) : scaled).backward();
     times.backwardMs += now() - t1;

@@ -19,6 +19,7 @@ import { recordEvaluation, saveRunCheckpoint } from './resume.ts';
 import { describeRun, RunLog } from './run-log.ts';
 import { closeParts, type RunParts, setupRun } from './setup.ts';
 import { StepRunner } from './step.ts';
+import { gatherForCheckpoint } from './strategy.ts';
 import type { StepInfo, TrainHooks, TrainResult } from './types.ts';
 import { joinEpoch } from './uneven.ts';
 
@@ -196,11 +197,14 @@ export class Trainer {
     if (checkpointDir === undefined) return null;
     const { at } = this;
     const saved = at.saved;
-    // ZeRO-1: every rank sends its shard of the optimizer state to rank 0, which writes it whole.
-    const { optimizer } = this.parts;
-    if (optimizer instanceof dist.optim.ZeroRedundancyOptimizer) optimizer.consolidateStateDict(0);
+    // zero1 and fsdp: every rank sends its shards, rank 0 writes the whole state (strategy.ts).
+    using state = gatherForCheckpoint(this.parts.model, this.parts.optimizer);
     if (this.rank === 0)
-      await saveRunCheckpoint(this.parts, saved, this.evalDue(at.epochFinished, saved.epoch));
+      await saveRunCheckpoint(
+        { ...this.parts, ...state },
+        saved,
+        this.evalDue(at.epochFinished, saved.epoch),
+      );
     if (this.parts.pg.group !== null) await dist.barrier({ group: this.parts.pg.group });
     const dir = join(checkpointDir, checkpointDirName(at.step));
     this.checkpoints.push(dir);
