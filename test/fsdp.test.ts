@@ -98,6 +98,16 @@ test('setRequiresGradientSync(false): a batch in two halves, reduced once, is th
   check(rs, 'reshard_true', { ...FP32, loss: 1e-5 });
 });
 
+test('activation checkpointing inside sharded blocks (recomputed in backward) trains to the same parameters', async () => {
+  const rs = okResults(
+    await runJob<Result>('fsdp', {
+      worldSize: 2,
+      config: { reshardAfterForward: true, checkpointing: true },
+    }),
+  );
+  check(rs, 'reshard_true');
+});
+
 test('MixedPrecisionPolicy(paramDtype bfloat16, reduceDtype float32): PyTorch’s losses and parameters', async () => {
   const rs = okResults(
     await runJob<Result>('fsdp', { worldSize: 2, config: { reshardAfterForward: true, bf16: true } }),

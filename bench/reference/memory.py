@@ -65,14 +65,17 @@ def main():
         x = torch.randint(0, vocab, (batch, block), generator=gen)
         y = torch.randint(0, vocab, (batch, block), generator=gen)
         before = status("VmRSS")
-        _, loss = net(x, y)
+        logits, loss = net(x, y)
         if s == steps - 1:
             activations = status("VmRSS") - before
         loss.backward()
+        losses.append(loss.item())
+        # As the tsddp worker's scope: the logits go before the optimizer step. (Held in a
+        # variable until the next forward returned, the last step's logits would still be
+        # resident through it, and the RSS delta would miss their size.)
+        del logits, loss
         opt.step()
         opt.zero_grad()
-        losses.append(loss.item())
-        del loss
     elapsed = time.perf_counter() - t0
     worst = torch.tensor([status("VmHWM"), base, activations, elapsed], dtype=torch.float64)
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)

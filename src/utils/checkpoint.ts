@@ -239,13 +239,18 @@ export function checkpointSequential(
 /**
  * Runs `blocks` one after the other on `x`, each as its own checkpointed region when
  * `enabled` and grad is on (useReentrant: false): the models' `activationCheckpointing`.
+ * Either way each block runs in its own memory scope: the tensors it made that autograd did
+ * not save (a projection's output before the residual add, ...) go when it returns, as
+ * PyTorch frees them when their last reference drops, not at the end of the step.
  */
 export function runBlocks(blocks: Iterable<Module>, x: Tensor, enabled: boolean): Tensor {
   let y = x;
   const checkpointing = enabled && isGradEnabled();
-  for (const b of blocks)
+  for (const b of blocks) {
+    const z = y;
     y = checkpointing
-      ? checkpoint((z: Tensor) => b.forward(z) as Tensor, y, { useReentrant: false })
-      : (b.forward(y) as Tensor);
+      ? checkpoint((input: Tensor) => b.forward(input) as Tensor, z, { useReentrant: false })
+      : tidy(() => b.forward(z) as Tensor);
+  }
   return y;
 }

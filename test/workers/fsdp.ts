@@ -17,11 +17,13 @@ const fx = JSON.parse(
     reshard_true: { after: Record<string, FixtureTensor> };
   }[];
 };
-const { mode, reshardAfterForward, accumulate, bf16 } = workerConfig<{
+const { mode, reshardAfterForward, accumulate, bf16, checkpointing } = workerConfig<{
   mode?: 'train' | 'reload';
   reshardAfterForward?: boolean;
   accumulate?: boolean;
   bf16?: boolean;
+  /** Each block an activation-checkpointed region (recomputed in backward, inside the sharded block). */
+  checkpointing?: boolean;
 }>();
 
 function run() {
@@ -35,6 +37,7 @@ function run() {
     bias: true,
   });
   gpt.loadStateDict(Object.fromEntries(Object.entries(fx.init).map(([k, v]) => [k, toTensor(v)])));
+  gpt.activationCheckpointing = checkpointing ?? false;
   const opts = {
     reshardAfterForward,
     mpPolicy: bf16 ? { paramDtype: 'bfloat16' as const, reduceDtype: 'float32' as const } : undefined,

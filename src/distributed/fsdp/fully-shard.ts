@@ -49,6 +49,12 @@ interface State {
    */
   isRoot: boolean;
   initialized: boolean;
+  /**
+   * Its backward has begun (an output's gradient came, FSDP2's PRE_BACKWARD): a forward
+   * now is activation checkpointing's recomputation, which finds the parameters gathered
+   * and must leave them so, with no hooks of its own.
+   */
+  inBackward: boolean;
 }
 
 const states = new WeakMap<Module, State>();
@@ -80,6 +86,7 @@ function finishBackward(): void {
   for (const s of subtree(lastRoot.module)) {
     s.group.finishBackward();
     s.group.reshard();
+    s.inBackward = false;
   }
 }
 
@@ -118,6 +125,15 @@ function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
     // (Not a block's forward run again in backward by activation checkpointing: not a root.)
     if (state.isRoot && forwardDepth === 0) lastRoot = state;
     state.group.unshard();
+    if (state.inBackward) {
+      // Recomputation in backward: the gathered parameters stay for the backward that follows.
+      forwardDepth++;
+      try {
+        return original.apply(state.module, castInputs(args, state.group.mp));
+      } finally {
+        forwardDepth--;
+      }
+    }
     forwardDepth++;
     let out: unknown;
     try {
@@ -132,6 +148,7 @@ function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
           o.registerHook((g) => {
             g.dispose(); // the handle only: the gradient flows on
             inBackward();
+            state.inBackward = true;
             state.group.unshard();
           });
     if (!grad || (!state.isRoot && state.group.reshardAfterForward)) state.group.reshard();
@@ -194,6 +211,7 @@ export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions 
     group: new FSDPParamGroup(params, pg, reshardAfterForward, opts.mpPolicy ?? {}),
     isRoot: false,
     initialized: false,
+    inBackward: false,
   };
   state.group.onBackward = inBackward;
   states.set(module, state);

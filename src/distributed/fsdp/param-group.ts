@@ -96,16 +96,25 @@ export class FSDPParam {
     return pad === 0 ? flat : t.cat([flat, t.zeros([pad], { dtype })]);
   }
 
-  /** Puts the gathered rows (padded, [worldSize * chunkRows, ...]) into the unsharded parameter. */
-  fill(gathered: Tensor, dtype: DType, onGrad: (p: FSDPParam, g: Tensor) => void): void {
-    const full = gathered.narrow(0, 0, this.shape[0]);
+  /**
+   * Copies each rank's rows straight from the all-gather's output (`byRank`: [worldSize,
+   * total], this parameter's padded chunks at `offset`) into the unsharded parameter: one
+   * contiguous copy per rank, no intermediate whole-size tensor (FSDP2's copy-out).
+   */
+  fill(byRank: Tensor, offset: number, dtype: DType, onGrad: (p: FSDPParam, g: Tensor) => void): void {
     if (this.unsharded === null) {
       this.unsharded = t.empty(this.shape, { dtype }).requiresGrad_(this.sharded.requiresGrad).keep();
       if (this.sharded.requiresGrad) this.unsharded.registerHook((g) => onGrad(this, g));
     } else {
       native.storageResize(this.unsharded.h, this.unsharded.numel() * this.unsharded.elementSize());
     }
-    native.copyKeepingVersion(this.unsharded.h, full.h);
+    for (let r = 0; r < this.worldSize; r++) {
+      const rows = Math.min(this.chunkRows, this.shape[0] - r * this.chunkRows);
+      if (rows <= 0) break;
+      const n = rows * this.rowNumel;
+      const dst = this.unsharded.narrow(0, r * this.chunkRows, rows).view([n]);
+      native.copyKeepingVersion(dst.h, byRank.select(0, r).narrow(0, offset, n).h);
+    }
     for (const o of this.owners) setParam(o, this.unsharded);
   }
 
@@ -123,8 +132,11 @@ export class FSDPParamGroup {
   requiresGradientSync = true;
   /** Called when a gradient of this group comes: fully-shard.ts queues the end-of-backward work. */
   onBackward: () => void = () => {};
-  /** Gradients of this backward, waiting until every parameter's has come. */
-  private readonly pending = new Map<FSDPParam, Tensor>();
+  /**
+   * Parameters whose gradient this backward has produced: autograd accumulated it into the
+   * unsharded parameter's .grad (all but the one whose hook runs now).
+   */
+  private readonly arrived = new Set<FSDPParam>();
   private readonly trainable: number;
 
   constructor(
@@ -154,10 +166,7 @@ export class FSDPParamGroup {
         const byRank = output.view([ws, total]);
         let offset = 0;
         for (const p of this.params) {
-          const rows = byRank
-            .narrow(1, offset, p.paddedShardNumel)
-            .reshape([ws * p.chunkRows, ...p.shape.slice(1)]);
-          p.fill(rows, dtype, (q, g) => this.onGrad(q, g));
+          p.fill(byRank, offset, dtype, (q, g) => this.onGrad(q, g));
           offset += p.paddedShardNumel;
         }
       }),
@@ -172,38 +181,43 @@ export class FSDPParamGroup {
     this.unsharded = false;
   }
 
-  /** A gathered parameter's gradient for this backward (a hook, once per parameter and backward). */
+  /**
+   * A gathered parameter's gradient for this backward (a hook, once per parameter and
+   * backward, run just before autograd accumulates it into .grad). No reference to the
+   * gradient is kept (one would make autograd copy it into .grad instead of taking it);
+   * when the group's last has come, the group is reduced, that last one from the hook's
+   * own tensor.
+   */
   private onGrad(p: FSDPParam, g: Tensor): void {
     this.onBackward();
-    if (!this.requiresGradientSync) {
-      g.dispose(); // the handle only: autograd accumulates the gradient in the unsharded .grad
-      return;
+    if (this.requiresGradientSync) {
+      this.arrived.add(p);
+      if (this.arrived.size === this.trainable) this.reduceGrads([p, g]);
     }
-    const earlier = p.unsharded?.grad ?? null;
-    if (earlier === null) this.pending.set(p, g.keep());
-    else {
-      this.pending.set(p, earlier.add(g).keep());
-      earlier.dispose();
-      g.dispose();
-    }
-    if (this.pending.size === this.trainable) this.reduceGrads();
+    g.dispose(); // the handle only: autograd accumulates the gradient in the unsharded .grad
   }
 
   /**
    * Reduce-scatters the gradients that came (FSDP2's foreach_reduce): each padded to whole
    * chunks and cut into world-size rows, one reduce_scatter_tensor (AVG) in reduceDtype,
-   * then each rank's piece added to its shard's .grad.
+   * then each rank's piece added to its shard's .grad. `current`: the parameter whose hook
+   * runs now and its incoming gradient (not yet in its .grad).
    */
-  reduceGrads(): void {
-    if (this.pending.size === 0) return;
-    const entries = this.params
-      .filter((p) => this.pending.has(p))
-      .map((p) => [p, this.pending.get(p) as Tensor] as const);
-    this.pending.clear();
+  reduceGrads(current: [FSDPParam, Tensor] | null = null): void {
+    if (this.arrived.size === 0) return;
+    const arrived = this.arrived;
     const ws = this.group.size;
     const dtype = this.mp.reduceDtype ?? this.paramDtype;
     noGrad(() =>
       t.tidy(() => {
+        const entries = this.params
+          .filter((p) => arrived.has(p))
+          .map((p) => {
+            const accumulated = p.unsharded?.grad ?? null;
+            if (current === null || current[0] !== p) return [p, accumulated as Tensor] as const;
+            return [p, accumulated === null ? current[1] : accumulated.add(current[1])] as const;
+          });
+        arrived.clear();
         const rows = entries.map(([p, g]) => {
           const flat = g.to({ dtype }).reshape([-1]);
           const pad = ws * p.paddedShardNumel - flat.numel();
@@ -225,7 +239,7 @@ export class FSDPParamGroup {
           if (have === null) p.sharded.grad = piece.clone();
           else have.add_(piece);
           offset += p.paddedShardNumel;
-          g.dispose();
+          // Reduced: the whole gradient goes (the current one's .grad, filled after this hook, at the end of backward).
           if (p.unsharded) p.unsharded.grad = null;
         }
       }),
@@ -238,6 +252,6 @@ export class FSDPParamGroup {
       this.reduceGrads();
       for (const p of this.params) if (p.unsharded) p.unsharded.grad = null;
     }
-    this.pending.clear();
+    this.arrived.clear();
   }
 }
