@@ -228,7 +228,7 @@ export class FSDPParamGroup {
         const output = t.empty([input.numel() / ws], { dtype });
         reduceScatterTensor(output, input, 'avg', { group: this.group });
         let offset = 0;
-        for (const [p, g] of entries) {
+        for (const [p] of entries) {
           const piece = output
             .narrow(0, offset, p.paddedShardNumel)
             .view([p.chunkRows, ...p.shape.slice(1)])
