@@ -3,8 +3,8 @@
 // each one call of c10d::ProcessGroup (torch.distributed's, so a PyTorch rank in the same
 // group matches it). Ranks here are group ranks; src/distributed/collectives.ts maps
 // torch.distributed's global ranks onto them. Each call takes a last `blocking` argument:
-// true waits for it here (async_op=False), false returns a promise (finishWork in
-// process_group.cc).
+// true waits for it here (async_op=False), false returns a promise, "handle" a pending call
+// for waitPending() (Ending, distributed.h).
 #include "distributed.h"
 
 #include <torch/csrc/distributed/c10d/debug.h>
@@ -44,7 +44,7 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   int dst = static_cast<int>(intArg(info[2], what));
   int tag = static_cast<int>(intArg(info[3], what));
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(info.Env(), what, [&] { return finishWork(info.Env(), pg->send(tensors, dst, tag), what, blocking); });
 }
 
@@ -54,10 +54,10 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   int src = static_cast<int>(intArg(info[2], what));
   int tag = static_cast<int>(intArg(info[3], what));
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(info.Env(), what, [&] {
     auto work = src < 0 ? pg->recvAnysource(tensors, tag) : pg->recv(tensors, src, tag);
-    if (blocking) {
+    if (blocking == Ending::Block) {
       work->wait();
       return Napi::Value(Napi::Number::New(info.Env(), work->sourceRank()));
     }
@@ -75,7 +75,7 @@ Napi::Value AllToAllSingle(const Napi::CallbackInfo& info) {
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto outSplits = intListArg(info[3], what), inSplits = intListArg(info[4], what);
   auto opts = withTimeout<c10d::AllToAllOptions>(info[5]);
-  bool blocking = blockingArg(info, 6);
+  Ending blocking = blockingArg(info, 6);
   return guarded(info.Env(), what, [&] {
     return finishWork(info.Env(), pg->alltoall_base(output, input, outSplits, inSplits, opts), what, blocking);
   });
@@ -87,7 +87,7 @@ Napi::Value AllToAll(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   auto outputs = tensorsArg(info[1], what), inputs = tensorsArg(info[2], what);
   auto opts = withTimeout<c10d::AllToAllOptions>(info[3]);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->alltoall(outputs, inputs, opts), what, blocking); });
 }
@@ -101,7 +101,7 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   if (!list.empty()) outputs.push_back(std::move(list));
   std::vector<at::Tensor> inputs{tensorArg(info[2], what)};
   auto opts = withTimeout<c10d::GatherOptions>(info[4]);
-  bool blocking = blockingArg(info, 5);
+  Ending blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[3], what);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->gather(outputs, inputs, opts), what, blocking); });
@@ -116,7 +116,7 @@ Napi::Value Scatter(const Napi::CallbackInfo& info) {
   std::vector<std::vector<at::Tensor>> inputs;
   if (!list.empty()) inputs.push_back(std::move(list));
   auto opts = withTimeout<c10d::ScatterOptions>(info[4]);
-  bool blocking = blockingArg(info, 5);
+  Ending blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[3], what);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->scatter(outputs, inputs, opts), what, blocking); });
@@ -128,7 +128,7 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   std::vector<at::Tensor> tensors{tensorArg(info[1], what)};
   auto opts = withTimeout<c10d::ReduceOptions>(info[4]);
-  bool blocking = blockingArg(info, 5);
+  Ending blocking = blockingArg(info, 5);
   opts.rootRank = intArg(info[2], what);
   opts.reduceOp = reduceOpArg(info[3]);
   return guarded(info.Env(), what, [&] { return finishWork(info.Env(), pg->reduce(tensors, opts), what, blocking); });
@@ -140,7 +140,7 @@ Napi::Value AllGatherIntoTensor(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto opts = withTimeout<c10d::AllgatherOptions>(info[3]);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->_allgather_base(output, input, opts), what, blocking); });
 }
@@ -156,7 +156,7 @@ Napi::Value ReduceScatterTensor(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   at::Tensor output = tensorArg(info[1], what), input = tensorArg(info[2], what);
   auto opts = withTimeout<c10d::ReduceScatterOptions>(info[4]);
-  bool blocking = blockingArg(info, 5);
+  Ending blocking = blockingArg(info, 5);
   opts.reduceOp = reduceOpArg(info[3]);
   return guarded(info.Env(), what, [&] {
     auto type = input.device().type();
@@ -184,7 +184,7 @@ Napi::Value AllReduceCoalesced(const Napi::CallbackInfo& info) {
   auto& pg = groupArg(info, what);
   auto tensors = tensorsArg(info[1], what);
   auto opts = withTimeout<c10d::AllreduceCoalescedOptions>(info[3]);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   opts.reduceOp = reduceOpArg(info[2]);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->allreduce_coalesced(tensors, opts), what, blocking); });
@@ -197,7 +197,7 @@ Napi::Value AllGatherCoalesced(const Napi::CallbackInfo& info) {
   auto outputs = tensorListsArg(info[1], what);
   auto inputs = tensorsArg(info[2], what);
   auto opts = withTimeout<c10d::AllgatherOptions>(info[3]);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(info.Env(), what,
                  [&] { return finishWork(info.Env(), pg->allgather_coalesced(outputs, inputs, opts), what, blocking); });
 }
@@ -210,9 +210,9 @@ Napi::Value MonitoredBarrier(const Napi::CallbackInfo& info) {
   c10d::BarrierOptions opts;
   opts.timeout = msArg(info[1], 1800000);
   bool waitAll = info[2].ToBoolean().Value();
-  bool blocking = blockingArg(info, 3);
+  Ending blocking = blockingArg(info, 3);
   return guarded(info.Env(), what, [&]() -> Napi::Value {
-    if (!blocking)
+    if (blocking != Ending::Block)
       return promiseFromThread(info.Env(), [pg, opts, waitAll] { pg->monitoredBarrier(opts, waitAll); }, what);
     pg->monitoredBarrier(opts, waitAll);
     return info.Env().Undefined();

@@ -51,16 +51,21 @@ Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work
 Napi::Promise promiseFromThread(Napi::Env env, std::function<void()> body, const std::string& op);
 Napi::Promise promiseFromThreadInt(Napi::Env env, std::function<std::optional<int64_t>()> body, const std::string& op);
 
-// How a collective call ends. `blocking` (torch's async_op=False) waits on this thread, as
-// PyTorch's caller does, and a failure throws here; it returns undefined. Otherwise the call
-// returns a promise (promiseFromWork / promiseFromFuture). Waiting here saves the hand-off of
-// each completion to the event loop, ~80 µs per call at world 2 on 2 cores (docs/benchmarks.md).
+// How a collective call ends (its last argument). Block (true: torch's async_op=False) waits
+// on this thread, as PyTorch's caller does, and a failure throws here; it returns undefined.
+// Promise (false, absent) returns a promise (promiseFromWork / promiseFromFuture). Waiting
+// here saves the hand-off of each completion to the event loop, ~80 µs per call at world 2
+// on 2 cores (docs/benchmarks.md). Handle ("handle") returns a pending call that
+// waitPending() waits for on this thread later, as PyTorch's synchronous Work.wait(): for
+// work issued ahead inside a synchronous forward or backward (fully sharded data parallel's
+// prefetched all-gathers and deferred reduce-scatters), which cannot await a promise.
+enum class Ending { Promise, Block, Handle };
 Napi::Value finishWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op,
-                       bool blocking);
+                       Ending ending);
 Napi::Value finishFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
-                         const std::string& op, bool blocking);
-// Argument i as the `blocking` flag (absent: false).
-bool blockingArg(const Napi::CallbackInfo& info, size_t i);
+                         const std::string& op, Ending ending);
+// Argument i as the Ending: true, false (or absent) or "handle".
+Ending blockingArg(const Napi::CallbackInfo& info, size_t i);
 
 // Arguments shared by the collective bindings.
 std::chrono::milliseconds msArg(const Napi::Value& v, int64_t fallback);

@@ -152,20 +152,55 @@ Napi::Promise promiseFromWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work
   return promiseFromFuture(env, future, op);
 }
 
-bool blockingArg(const Napi::CallbackInfo& info, size_t i) {
-  return info.Length() > i && info[i].ToBoolean().Value();
+Ending blockingArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i) return Ending::Promise;
+  if (info[i].IsString()) {
+    if (info[i].As<Napi::String>().Utf8Value() == "handle") return Ending::Handle;
+    throw Napi::TypeError::New(info.Env(), "a collective's ending must be true, false or 'handle'");
+  }
+  return info[i].ToBoolean().Value() ? Ending::Block : Ending::Promise;
 }
 
+namespace {
+
+// A collective issued with Ending::Handle: what waitPending() waits for (once).
+struct PendingCall {
+  std::function<void()> wait;
+  std::string op;
+};
+
+Napi::Value pendingHandle(Napi::Env env, std::function<void()> wait, const std::string& op) {
+  return Napi::External<PendingCall>::New(env, new PendingCall{std::move(wait), op},
+                                          [](Napi::Env, PendingCall* p) { delete p; });
+}
+
+// waitPending(handle): waits on this thread for a call issued with the "handle" ending;
+// its failure throws here. A second wait returns at once.
+Napi::Value WaitPending(const Napi::CallbackInfo& info) {
+  if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "waitPending: expected a pending collective");
+  auto* p = info[0].As<Napi::External<PendingCall>>().Data();
+  return guarded(info.Env(), p->op.c_str(), [&] {
+    auto wait = std::move(p->wait);
+    p->wait = nullptr;
+    if (wait) wait();
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
 Napi::Value finishWork(Napi::Env env, const c10::intrusive_ptr<c10d::Work>& work, const std::string& op,
-                       bool blocking) {
-  if (!blocking) return promiseFromWork(env, work, op);
+                       Ending ending) {
+  if (ending == Ending::Promise) return promiseFromWork(env, work, op);
+  if (ending == Ending::Handle) return pendingHandle(env, [work] { work->wait(); }, op);
   work->wait();
   return env.Undefined();
 }
 
 Napi::Value finishFuture(Napi::Env env, const c10::intrusive_ptr<c10::ivalue::Future>& future,
-                         const std::string& op, bool blocking) {
-  if (!blocking) return promiseFromFuture(env, future, op);
+                         const std::string& op, Ending ending) {
+  if (ending == Ending::Promise) return promiseFromFuture(env, future, op);
+  if (ending == Ending::Handle) return pendingHandle(env, [future] { future->waitAndThrow(); }, op);
   future->waitAndThrow();
   return env.Undefined();
 }
@@ -476,7 +511,7 @@ Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = reduceOpArg(info[2]);
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(env, what, [&] { return finishWork(env, pg->allreduce(tensors, opts), what, blocking); });
 }
 
@@ -489,7 +524,7 @@ Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   c10d::BroadcastOptions opts;
   opts.rootRank = info[2].As<Napi::Number>().Int64Value();
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(env, what, [&] { return finishWork(env, pg->broadcast(tensors, opts), what, blocking); });
 }
 
@@ -502,7 +537,7 @@ Napi::Value AllGather(const Napi::CallbackInfo& info) {
   std::vector<at::Tensor> inputs{tensorArg(info[2], what)};
   c10d::AllgatherOptions opts;
   if (info[3].IsNumber()) opts.timeout = msArg(info[3], 0);
-  bool blocking = blockingArg(info, 4);
+  Ending blocking = blockingArg(info, 4);
   return guarded(env, what, [&] { return finishWork(env, pg->allgather(outputs, inputs, opts), what, blocking); });
 }
 
@@ -516,7 +551,7 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = reduceOpArg(info[3]);
   if (info[4].IsNumber()) opts.timeout = msArg(info[4], 0);
-  bool blocking = blockingArg(info, 5);
+  Ending blocking = blockingArg(info, 5);
   return guarded(env, what,
                  [&] { return finishWork(env, pg->reduce_scatter(outputs, inputs, opts), what, blocking); });
 }
@@ -528,13 +563,14 @@ Napi::Value Barrier(const Napi::CallbackInfo& info) {
   auto& pg = processGroups().get(env, info[0], what);
   c10d::BarrierOptions opts;
   if (info[1].IsNumber()) opts.timeout = msArg(info[1], 0);
-  bool blocking = blockingArg(info, 2);
+  Ending blocking = blockingArg(info, 2);
   return guarded(env, what, [&] { return finishWork(env, pg->barrier(opts), what, blocking); });
 }
 
 }  // namespace
 
 void initProcessGroup(Napi::Env env, Napi::Object exports) {
+  exports.Set("waitPending", Napi::Function::New(env, WaitPending));
   exports.Set("tcpStoreNew", Napi::Function::New(env, TcpStoreNew));
   exports.Set("fileStoreNew", Napi::Function::New(env, FileStoreNew));
   exports.Set("storeSet", Napi::Function::New(env, StoreSet));

@@ -11,6 +11,8 @@ import { torchFolderVersion } from './torch-version.mjs';
 /** The addon's exports. Handles are small integers indexing the native slot table. */
 /** A collective's end: a promise, or (blocking) nothing left to wait for but the value. */
 export type Ended<T = void> = Promise<T> | T;
+/** A collective issued with the 'handle' ending (opaque): native.waitPending() waits for it. */
+export type PendingCall = { readonly __pendingCall: unique symbol };
 
 export interface NativeAddon {
   setErrorClass(ctor: typeof TorchError): void;
@@ -166,16 +168,18 @@ export interface NativeAddon {
     output: number,
     input: number,
     timeoutMs?: number,
-    blocking?: boolean,
-  ): Ended;
+    blocking?: boolean | 'handle',
+  ): Ended | PendingCall;
   reduceScatterTensor(
     pg: number,
     output: number,
     input: number,
     op: string,
     timeoutMs?: number,
-    blocking?: boolean,
-  ): Ended;
+    blocking?: boolean | 'handle',
+  ): Ended | PendingCall;
+  /** Waits on this thread for a collective issued with the 'handle' ending; its failure throws here. */
+  waitPending(pending: PendingCall): void;
   allReduceCoalesced(
     pg: number,
     tensors: number[],

@@ -3,7 +3,7 @@
 // are global ranks, `groupSrc`/`groupDst` ranks within `group`; a rank outside `group`
 // does nothing (PyTorch warns and returns None). Every call returns a Work; as in PyTorch,
 // a call waits for its collective unless `asyncOp` is true (isend/irecv never wait).
-import { type Ended, native } from '../core/native.ts';
+import { type Ended, native, type PendingCall } from '../core/native.ts';
 import type { Tensor } from '../core/tensor.ts';
 import { collectiveFailed, type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
 
@@ -184,6 +184,22 @@ function flat(x: Tensor): Tensor {
 }
 
 /**
+ * Calls `call` with the handles of `output` and `input` as flat views (flat()), and frees
+ * the views it made when it returns: the call holds its own reference, and a view left in
+ * the caller's scope would keep a whole buffer alive until that scope ends.
+ */
+function withFlat<R>(output: Tensor, input: Tensor, call: (output: number, input: number) => R): R {
+  const o = flat(output);
+  const i = flat(input);
+  try {
+    return call(o.h, i.h);
+  } finally {
+    if (o !== output) o.dispose();
+    if (i !== input) i.dispose();
+  }
+}
+
+/**
  * Gathers every rank's `input` into `output`: concatenated on dim 0, or stacked
  * ([worldSize, ...input.shape]) (torch's all_gather_into_tensor).
  */
@@ -195,8 +211,62 @@ export function allGatherIntoTensor(output: Tensor, input: Tensor, opts: Collect
       `allGatherIntoTensor(): the output has ${output.numel()} elements; it needs ${pg.size} x ${input.numel()} (world size x input)`,
     );
   return issue(pg, 'allGatherIntoTensor', opts, (b) =>
-    native.allGatherIntoTensor(pg.h, flat(output).h, flat(input).h, opts.timeoutMs, b),
+    withFlat(output, input, (o, i) => native.allGatherIntoTensor(pg.h, o, i, opts.timeoutMs, b)),
   );
+}
+
+/**
+ * A collective issued now and waited for later on this thread (PyTorch's synchronous
+ * Work.wait()), for work issued ahead inside a synchronous forward or backward, which
+ * cannot await: fully sharded data parallel's prefetched all-gathers and deferred
+ * reduce-scatters (fsdp/param-group.ts). Not a public API.
+ */
+export class PendingCollective {
+  private waited = false;
+
+  constructor(
+    private readonly handle: PendingCall,
+    private readonly op: string,
+    private readonly rank: number,
+  ) {}
+
+  /** Waits until the collective is done; its failure throws here, as a DistributedError. */
+  wait(): void {
+    if (this.waited) return;
+    this.waited = true;
+    try {
+      native.waitPending(this.handle);
+    } catch (e) {
+      throw collectiveFailed(this.op, this.rank, e);
+    }
+  }
+}
+
+/** allGatherIntoTensor over `group`, issued now, waited for with PendingCollective.wait(). */
+export function startAllGatherIntoTensor(
+  output: Tensor,
+  input: Tensor,
+  group: ProcessGroup,
+): PendingCollective {
+  if (output.numel() !== input.numel() * group.size)
+    throw new TypeError('allGatherIntoTensor(): the output is not world size x the input');
+  const h = withFlat(output, input, (o, i) => native.allGatherIntoTensor(group.h, o, i, undefined, 'handle'));
+  return new PendingCollective(h as PendingCall, 'allGatherIntoTensor', group.rank);
+}
+
+/** reduceScatterTensor over `group`, issued now, waited for with PendingCollective.wait(). */
+export function startReduceScatterTensor(
+  output: Tensor,
+  input: Tensor,
+  op: ReduceOp,
+  group: ProcessGroup,
+): PendingCollective {
+  if (input.numel() !== output.numel() * group.size)
+    throw new TypeError('reduceScatterTensor(): the input is not world size x the output');
+  const h = withFlat(output, input, (o, i) =>
+    native.reduceScatterTensor(group.h, o, i, op, undefined, 'handle'),
+  );
+  return new PendingCollective(h as PendingCall, 'reduceScatterTensor', group.rank);
 }
 
 /** Reduces `inputs[r]` across ranks into rank r's `output`. */
@@ -236,7 +306,7 @@ export function reduceScatterTensor(
       `reduceScatterTensor(): the input has ${input.numel()} elements; it needs ${pg.size} x ${output.numel()} (world size x output)`,
     );
   return issue(pg, 'reduceScatterTensor', opts, (b) =>
-    native.reduceScatterTensor(pg.h, flat(output).h, flat(input).h, op, opts.timeoutMs, b),
+    withFlat(output, input, (o, i) => native.reduceScatterTensor(pg.h, o, i, op, opts.timeoutMs, b)),
   );
 }
 

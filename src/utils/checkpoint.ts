@@ -47,6 +47,31 @@ interface Region {
 
 const regions = new Map<number, Region>();
 let nextId = 0;
+let phase: CheckpointPhase = null;
+
+/**
+ * Where the code running now stands in a checkpointed region: 'forward' (its first run,
+ * without grad, so autograd keeps nothing), 'recompute' (its run again inside backward, whose
+ * own backward follows at once) or null (outside any region). Fully sharded modules read it
+ * (distributed/fsdp/fully-shard.ts): a region's forward is a training forward even though grad
+ * is off, and its recomputation is where that module's backward begins.
+ */
+export type CheckpointPhase = 'forward' | 'recompute' | null;
+
+export function checkpointPhase(): CheckpointPhase {
+  return phase;
+}
+
+/** Runs `fn` in `p` (checkpointPhase), restoring the phase it was called in. */
+function inPhase<T>(p: CheckpointPhase, fn: () => T): T {
+  const before = phase;
+  phase = p;
+  try {
+    return fn();
+  } finally {
+    phase = before;
+  }
+}
 let installed = false;
 let warnedReentrant = false;
 
@@ -84,7 +109,7 @@ function recompute(id: number, gradHandles: (number | null)[]): (number | null)[
     try {
       if (region.rngState) setRngState(region.rngState);
       native.setAutocast('cpu', region.autocast[0], region.autocast[1]);
-      out = enableGrad(() => region.fn(...args));
+      out = inPhase('recompute', () => enableGrad(() => region.fn(...args)));
     } finally {
       if (rngNow) setRngState(rngNow);
       native.setAutocast('cpu', autocastNow[0], autocastNow[1]);
@@ -175,7 +200,7 @@ export function checkpoint<R>(fn: (...args: never[]) => R, ...rest: unknown[]): 
   const autocast = native.getAutocast('cpu');
   // In a scope of its own: the region's intermediates go as soon as it returns (kept
   // until the caller's scope ends, they would cost what checkpointing saves).
-  const out = tidy(() => noGrad(() => call(...args)));
+  const out = tidy(() => inPhase('forward', () => noGrad(() => call(...args))));
   const outs = outputTensors(out).filter(differentiable);
   const id = nextId++;
   const attached = native.checkpointAttach(

@@ -6,8 +6,10 @@
 //   before forward: gather the group (all-gather);
 //   after forward:  free it again (reshardAfterForward; never the root's, which backward
 //                   needs at once) and hook the outputs, so that backward gathers it first;
-//   in backward:    each gathered parameter's gradient is held until all the group's have
-//                   come, then reduce-scattered into the shards' .grad;
+//   in backward:    before the module's backward, gather it (and issue the gather of the
+//                   module that ran before it in forward: FSDP2's backward prefetch); once
+//                   all the group's gradients have come, reduce-scatter them into the
+//                   shards' .grad (waited for when the next group reduces);
 //   after backward: (a callback at the end of the graph) what is left is reduced, every
 //                   group freed.
 // The optimizer runs on the shards (the module's registered parameters between forwards).
@@ -16,8 +18,15 @@ import { isFloatingPoint } from '../../core/dtype.ts';
 import { native } from '../../core/native.ts';
 import { Tensor } from '../../core/tensor.ts';
 import type { Module } from '../../nn/module.ts';
+import { checkpointPhase } from '../../utils/checkpoint.ts';
 import { type ProcessGroup, resolveGroup } from '../process-group.ts';
-import { FSDPParam, FSDPParamGroup, type MixedPrecisionPolicy } from './param-group.ts';
+import {
+  FSDPParam,
+  FSDPParamGroup,
+  finishReduceScatter,
+  type MixedPrecisionPolicy,
+  reduceReady,
+} from './param-group.ts';
 
 export interface FullyShardOptions {
   /** The ranks to shard over: a process group (PyTorch: a 1-D DeviceMesh). Default: the world. */
@@ -76,6 +85,8 @@ function subtree(module: Module): State[] {
 
 // The backward in flight: the root whose groups its end-of-graph callback finishes.
 let forwardDepth = 0;
+/** The modules in the order their forwards finished (FSDP2's post_forward_order): backward prefetches by it. */
+let postForwardOrder: State[] = [];
 let lastRoot: State | null = null;
 let callbackQueued = false;
 let callbackInstalled = false;
@@ -83,10 +94,16 @@ let callbackInstalled = false;
 function finishBackward(): void {
   callbackQueued = false;
   if (lastRoot === null) return;
-  for (const s of subtree(lastRoot.module)) {
-    s.group.finishBackward();
-    s.group.reshard();
-    s.inBackward = false;
+  const all = subtree(lastRoot.module);
+  try {
+    reduceReady();
+    for (const s of all) s.group.finishBackward();
+    finishReduceScatter();
+  } finally {
+    for (const s of all) {
+      s.group.reshard();
+      s.inBackward = false;
+    }
   }
 }
 
@@ -116,24 +133,36 @@ function tensorsOf(out: unknown, found: Tensor[] = []): Tensor[] {
   return found;
 }
 
+/**
+ * Where `state`'s module's backward begins (an output's gradient came, or activation
+ * checkpointing recomputes it): the group reduced last is finished, this one gathered, and
+ * the one whose forward finished before this one's prefetched (FSDP2's backward prefetch).
+ */
+function beginBackward(state: State): void {
+  inBackward();
+  state.inBackward = true;
+  reduceReady(); // the module after it in forward has finished its backward
+  state.group.unshard();
+  const i = postForwardOrder.indexOf(state);
+  if (i > 0) postForwardOrder[i - 1].group.prefetch();
+}
+
 function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
   return (...args: unknown[]): unknown => {
     if (!state.initialized) {
       state.initialized = true;
       state.isRoot = forwardDepth === 0;
     }
-    // (Not a block's forward run again in backward by activation checkpointing: not a root.)
-    if (state.isRoot && forwardDepth === 0) lastRoot = state;
-    state.group.unshard();
-    if (state.inBackward) {
-      // Recomputation in backward: the gathered parameters stay for the backward that follows.
-      forwardDepth++;
-      try {
-        return original.apply(state.module, castInputs(args, state.group.mp));
-      } finally {
-        forwardDepth--;
-      }
+    // A checkpointed region's forward runs without grad but is a training forward; its
+    // recomputation in backward (utils/checkpoint.ts) is where this module's backward begins.
+    const phase = checkpointPhase();
+    const recomputing = state.inBackward || phase === 'recompute';
+    if (state.isRoot && forwardDepth === 0 && !recomputing) {
+      lastRoot = state;
+      postForwardOrder = [];
     }
+    if (recomputing && !state.inBackward) beginBackward(state);
+    state.group.unshard();
     forwardDepth++;
     let out: unknown;
     try {
@@ -141,17 +170,19 @@ function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
     } finally {
       forwardDepth--;
     }
+    // Recomputed: the gathered parameters stay for the backward that follows at once.
+    if (recomputing) return out;
     const grad = isGradEnabled();
+    const training = grad || phase === 'forward';
     if (grad)
       for (const o of tensorsOf(out))
         if (o.requiresGrad)
           o.registerHook((g) => {
             g.dispose(); // the handle only: the gradient flows on
-            inBackward();
-            state.inBackward = true;
-            state.group.unshard();
+            if (!state.inBackward) beginBackward(state);
           });
-    if (!grad || (!state.isRoot && state.group.reshardAfterForward)) state.group.reshard();
+    if (!training || (!state.isRoot && state.group.reshardAfterForward)) state.group.reshard();
+    if (training) postForwardOrder.push(state);
     return out;
   };
 }

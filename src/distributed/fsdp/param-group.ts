@@ -3,7 +3,10 @@
 // equal chunks for the collectives), gathered whole before the module runs and scattered
 // again after. The collectives and their layouts are FSDP2's (_fsdp_collectives.py): one
 // all_gather_into_tensor of every parameter's padded shard, one reduce_scatter_tensor
-// (AVG) of every gradient cut into world-size chunks.
+// (AVG) of every gradient cut into world-size chunks. As FSDP2 does, an all-gather can be
+// issued ahead (backward prefetch: fully-shard.ts) and a reduce-scatter waited for later
+// (when the next group reduces, or at the end of backward), so both run while autograd
+// computes; neither can be awaited inside a backward, so they are waited for on this thread.
 import { noGrad } from '../../autograd/index.ts';
 import type { DType } from '../../core/dtype.ts';
 import * as t from '../../core/index.ts';
@@ -11,7 +14,11 @@ import { native } from '../../core/native.ts';
 import type { Tensor } from '../../core/tensor.ts';
 import type { Module } from '../../nn/module.ts';
 import { Parameter } from '../../nn/parameter.ts';
-import { allGatherIntoTensor, reduceScatterTensor } from '../collectives.ts';
+import {
+  type PendingCollective,
+  startAllGatherIntoTensor,
+  startReduceScatterTensor,
+} from '../collectives.ts';
 import type { ProcessGroup } from '../process-group.ts';
 
 /** PyTorch's MixedPrecisionPolicy: the dtype the gathered parameters compute in, and the one gradients are reduced in. */
@@ -125,9 +132,74 @@ export class FSDPParam {
   }
 }
 
+/** An all-gather in flight: its buffers, kept until the rows are copied out. */
+interface Gathering {
+  input: Tensor;
+  output: Tensor;
+  call: PendingCollective;
+}
+
+/** A reduce-scatter in flight: its buffers and the parameters whose shards take the result. */
+interface Reducing {
+  input: Tensor;
+  output: Tensor;
+  params: FSDPParam[];
+  call: PendingCollective;
+}
+
+/** The reduce-scatter still in flight, of any group: the next one, or the end of backward, waits for it. */
+let reducing: Reducing | null = null;
+
+/**
+ * A group whose gradients have all come. The last one's hook runs before autograd puts it
+ * in .grad, so the group is reduced at the next event of this backward (another gradient,
+ * a module's backward starting, the end), when every one is in .grad and can be freed as
+ * soon as it is copied in (FSDP2 reduces after the module's backward for the same reason).
+ */
+let ready: FSDPParamGroup | null = null;
+
+/** Reduces the group whose gradients have all come, if any. */
+export function reduceReady(): void {
+  const group = ready;
+  ready = null;
+  group?.reduceGrads();
+}
+
+/** Waits for the reduce-scatter in flight, if any, and adds each rank's piece to its shards' .grad. */
+export function finishReduceScatter(): void {
+  const r = reducing;
+  if (r === null) return;
+  reducing = null;
+  try {
+    r.call.wait();
+    noGrad(() =>
+      t.tidy(() => {
+        let offset = 0;
+        for (const p of r.params) {
+          const piece = r.output
+            .narrow(0, offset, p.paddedShardNumel)
+            .view([p.chunkRows, ...p.shape.slice(1)])
+            .narrow(0, 0, p.localRows)
+            .to({ dtype: p.dtype });
+          const have = p.sharded.grad;
+          // .grad holds the tensor itself; the handles go with this scope.
+          if (have === null) p.sharded.grad = piece.clone();
+          else have.add_(piece);
+          offset += p.paddedShardNumel;
+        }
+      }),
+    );
+  } finally {
+    r.input.dispose();
+    r.output.dispose();
+  }
+}
+
 /** The parameters one fullyShard() call manages, and their state through a step. */
 export class FSDPParamGroup {
   unsharded = false;
+  /** The all-gather issued ahead (prefetch), not yet copied out. */
+  private gathering: Gathering | null = null;
   /** false: gradients accumulate unsharded, not reduced (setRequiresGradientSync). */
   requiresGradientSync = true;
   /** Called when a gradient of this group comes: fully-shard.ts queues the end-of-backward work. */
@@ -152,30 +224,58 @@ export class FSDPParamGroup {
     return this.mp.paramDtype ?? this.params[0].dtype;
   }
 
-  /** All-gathers every parameter (one all_gather_into_tensor) and puts the whole ones in the modules. */
-  unshard(): void {
-    if (this.unsharded || this.params.length === 0) return;
+  /** Issues the all-gather of every parameter (one all_gather_into_tensor) without waiting for it. */
+  prefetch(): void {
+    if (this.unsharded || this.gathering !== null || this.params.length === 0) return;
     const dtype = this.paramDtype;
-    const ws = this.group.size;
-    noGrad(() =>
+    this.gathering = noGrad(() =>
       t.tidy(() => {
-        const input = t.cat(this.params.map((p) => p.paddedShard(dtype)));
-        const total = input.numel();
-        const output = t.empty([ws * total], { dtype });
-        allGatherIntoTensor(output, input, { group: this.group });
-        const byRank = output.view([ws, total]);
-        let offset = 0;
-        for (const p of this.params) {
-          p.fill(byRank, offset, dtype, (q, g) => this.onGrad(q, g));
-          offset += p.paddedShardNumel;
-        }
+        const input = t.cat(this.params.map((p) => p.paddedShard(dtype))).keep();
+        const output = t.empty([this.group.size * input.numel()], { dtype }).keep();
+        return { input, output, call: startAllGatherIntoTensor(output, input, this.group) };
       }),
     );
+  }
+
+  /** All-gathers every parameter (or waits for the prefetched all-gather) and puts the whole ones in the modules. */
+  unshard(): void {
+    if (this.unsharded || this.params.length === 0) return;
+    this.prefetch();
+    const g = this.gathering as Gathering;
+    this.gathering = null;
+    try {
+      g.call.wait();
+      const dtype = this.paramDtype;
+      noGrad(() =>
+        t.tidy(() => {
+          const byRank = g.output.view([this.group.size, g.input.numel()]);
+          let offset = 0;
+          for (const p of this.params) {
+            p.fill(byRank, offset, dtype, (q, grad) => this.onGrad(q, grad));
+            offset += p.paddedShardNumel;
+          }
+        }),
+      );
+    } finally {
+      g.input.dispose();
+      g.output.dispose();
+    }
     this.unsharded = true;
   }
 
   /** The shards back in the modules; the gathered parameters' storage freed. */
   reshard(): void {
+    if (this.gathering !== null) {
+      // Prefetched for a backward that did not need it: finished (the peers sent it), dropped.
+      const g = this.gathering;
+      this.gathering = null;
+      try {
+        g.call.wait();
+      } finally {
+        g.input.dispose();
+        g.output.dispose();
+      }
+    }
     if (!this.unsharded) return;
     for (const p of this.params) p.free();
     this.unsharded = false;
@@ -185,14 +285,14 @@ export class FSDPParamGroup {
    * A gathered parameter's gradient for this backward (a hook, once per parameter and
    * backward, run just before autograd accumulates it into .grad). No reference to the
    * gradient is kept (one would make autograd copy it into .grad instead of taking it);
-   * when the group's last has come, the group is reduced, that last one from the hook's
-   * own tensor.
+   * when the group's last has come, the group is ready to reduce (reduceReady).
    */
   private onGrad(p: FSDPParam, g: Tensor): void {
+    reduceReady(); // a group whose last gradient autograd has accumulated since
     this.onBackward();
     if (this.requiresGradientSync) {
       this.arrived.add(p);
-      if (this.arrived.size === this.trainable) this.reduceGrads([p, g]);
+      if (this.arrived.size === this.trainable) ready = this;
     }
     g.dispose(); // the handle only: autograd accumulates the gradient in the unsharded .grad
   }
@@ -200,53 +300,49 @@ export class FSDPParamGroup {
   /**
    * Reduce-scatters the gradients that came (FSDP2's foreach_reduce): each padded to whole
    * chunks and cut into world-size rows, one reduce_scatter_tensor (AVG) in reduceDtype,
-   * then each rank's piece added to its shard's .grad. `current`: the parameter whose hook
-   * runs now and its incoming gradient (not yet in its .grad).
+   * issued after the one in flight is finished; each rank's piece goes to its shard's .grad
+   * when this one is finished in turn (finishReduceScatter). The whole gradients go as soon
+   * as they are copied in, and the gathered parameters after.
    */
-  reduceGrads(current: [FSDPParam, Tensor] | null = null): void {
+  reduceGrads(): void {
     if (this.arrived.size === 0) return;
-    const arrived = this.arrived;
+    const params = this.params.filter((p) => this.arrived.has(p));
+    this.arrived.clear();
     const ws = this.group.size;
     const dtype = this.mp.reduceDtype ?? this.paramDtype;
-    noGrad(() =>
-      t.tidy(() => {
-        const entries = this.params
-          .filter((p) => arrived.has(p))
-          .map((p) => {
-            const accumulated = p.unsharded?.grad ?? null;
-            if (current === null || current[0] !== p) return [p, accumulated as Tensor] as const;
-            return [p, accumulated === null ? current[1] : accumulated.add(current[1])] as const;
+    noGrad(() => {
+      // Copy-in, in a scope of its own: no handle of a whole gradient outlives it.
+      const input = t
+        .tidy(() => {
+          const rows = params.map((p) => {
+            const g = (p.unsharded?.grad ?? null) as Tensor | null;
+            const flat =
+              g === null
+                ? t.zeros([p.shape.reduce((a, b) => a * b, 1)], { dtype })
+                : g.to({ dtype }).reshape([-1]);
+            const pad = ws * p.paddedShardNumel - flat.numel();
+            const padded = pad === 0 ? flat : t.cat([flat, t.zeros([pad], { dtype })]);
+            return padded.view([ws, p.paddedShardNumel]);
           });
-        arrived.clear();
-        const rows = entries.map(([p, g]) => {
-          const flat = g.to({ dtype }).reshape([-1]);
-          const pad = ws * p.paddedShardNumel - flat.numel();
-          const padded = pad === 0 ? flat : t.cat([flat, t.zeros([pad], { dtype })]);
-          return padded.view([ws, p.paddedShardNumel]);
-        });
-        const input = t.cat(rows, 1).reshape([-1]);
-        const output = t.empty([input.numel() / ws], { dtype });
-        reduceScatterTensor(output, input, 'avg', { group: this.group });
-        let offset = 0;
-        for (const [p] of entries) {
-          const piece = output
-            .narrow(0, offset, p.paddedShardNumel)
-            .view([p.chunkRows, ...p.shape.slice(1)])
-            .narrow(0, 0, p.localRows)
-            .to({ dtype: p.dtype });
-          const have = p.sharded.grad;
-          // .grad holds the tensor itself; the handles go with this scope.
-          if (have === null) p.sharded.grad = piece.clone();
-          else have.add_(piece);
-          offset += p.paddedShardNumel;
-          // Reduced: the whole gradient goes (the current one's .grad, filled after this hook, at the end of backward).
-          if (p.unsharded) p.unsharded.grad = null;
-        }
-      }),
-    );
+          return t.cat(rows, 1).reshape([-1]);
+        })
+        .keep();
+      for (const p of params) if (p.unsharded) p.unsharded.grad = null;
+      const output = t.empty([input.numel() / ws], { dtype }).keep();
+      // At most one in flight, as FSDP2 keeps it: the gradients' buffers go one group at a time.
+      finishReduceScatter();
+      reducing = { input, output, params, call: startReduceScatterTensor(output, input, 'avg', this.group) };
+    });
+    // Its backward is done (every gradient came): the gathered parameters go now, as FSDP2's
+    // post-backward reshard, not at the end of the whole backward.
+    this.reshard();
   }
 
-  /** After backward: what no hook reduced (unused parameters' groups), then the unsharded gradients go. */
+  /**
+   * After backward: what no hook reduced (unused parameters' groups), then the unsharded
+   * gradients go. The caller finishes the last reduce-scatter (finishReduceScatter) after
+   * every group's.
+   */
   finishBackward(): void {
     if (this.requiresGradientSync) {
       this.reduceGrads();
