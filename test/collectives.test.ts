@@ -51,12 +51,14 @@ const jobs: {
   ops2?: Promise<RankResult<OpsResult>[]>;
   ops3?: Promise<RankResult<OpsResult>[]>;
   hang?: Promise<RankResult<FaultResult>[]>;
+  pending?: Promise<RankResult<FaultResult>[]>;
 } = {};
 
 before(() => {
   jobs.ops2 = runJob<OpsResult>('collectives', { worldSize: 2, config: { scenario: 'ops', fault: 'exit' } });
   jobs.ops3 = opsThenKill();
-  jobs.hang = stoppedPeer();
+  jobs.hang = stoppedPeer(3, false);
+  jobs.pending = stoppedPeer(2, true);
   for (const p of Object.values(jobs)) p?.catch(() => {});
 });
 
@@ -88,21 +90,24 @@ function opsResults(outcomes: RankResult<OpsResult>[], w: number): OpsResult[] {
   return [...okResults(outcomes.slice(0, w - 1)), last.result];
 }
 
-/** 3 ranks; rank 1 is SIGSTOPped before the others start an all-reduce, then SIGKILLed. */
-async function stoppedPeer(): Promise<RankResult<FaultResult>[]> {
+/**
+ * `worldSize` ranks; rank 1 is SIGSTOPped before the others start an all-reduce (or, with
+ * `pending`, a reduce-scatter waited for later), then SIGKILLed.
+ */
+async function stoppedPeer(worldSize: number, pending: boolean): Promise<RankResult<FaultResult>[]> {
   const job: Job<FaultResult> = await startJob('collectives', {
-    worldSize: 3,
-    config: { scenario: 'hang', timeoutMs: HANG_TIMEOUT_MS },
+    worldSize,
+    config: { scenario: 'hang', timeoutMs: HANG_TIMEOUT_MS, pending },
     timeoutMs: 60_000,
   });
+  const others = [0, 2].filter((r) => r < worldSize);
   try {
-    await Promise.all([0, 1, 2].map((r) => job.waitForLine(r, 'READY')));
+    await Promise.all([...others, 1].map((r) => job.waitForLine(r, 'READY')));
     job.procs[1].kill('SIGSTOP');
-    job.send(0, 'go');
-    job.send(2, 'go');
-    // Ranks 0 and 2 exit by themselves; rank 1 is stopped until killed.
+    for (const r of others) job.send(r, 'go');
+    // The others exit by themselves; rank 1 is stopped until killed.
     await Promise.all(
-      [0, 2].map(
+      others.map(
         (r) =>
           new Promise<void>((resolve) => {
             const p = job.procs[r];
@@ -269,6 +274,18 @@ describe('collective faults', () => {
         assert.ok((res.ticks ?? 0) >= (res.elapsedMs / 100) * 0.5, `only ${res.ticks} timer ticks`);
       else assert.equal(res.ticks, 0, 'a blocking call holds the thread');
     }
+  });
+
+  test('a collective issued now and waited for later (PendingCollective): issuing returns at once, the wait fails at the timeout', async () => {
+    const outcomes = (await jobs.pending) as RankResult<FaultResult & { issuedMs: number }>[];
+    const [res] = okResults([outcomes[0]]);
+    assert.ok(res.issuedMs < 1000, `issuing took ${res.issuedMs} ms`);
+    assert.ok(res.error, 'the wait must fail');
+    assert.equal(res.error.name, 'DistributedError');
+    assert.equal(res.error.op, 'reduceScatterTensor');
+    assert.match(res.error.message, /reduceScatterTensor failed on rank 0:.*Timed out/s);
+    assert.ok(res.elapsedMs >= HANG_TIMEOUT_MS * 0.95, `failed after ${res.elapsedMs} ms`);
+    assert.ok(res.elapsedMs < HANG_TIMEOUT_MS + 4000, `failed after ${res.elapsedMs} ms`);
   });
 });
 

@@ -170,7 +170,8 @@ Napi::Value ReduceScatterTensor(const Napi::CallbackInfo& info) {
     arOpts.reduceOp = opts.reduceOp;
     arOpts.timeout = opts.timeout;
     auto future = pg->allreduce(buffer, arOpts)->getFuture();
-    auto chunk = [buffer, output, size, rank](c10::ivalue::Future&) {
+    auto chunk = [buffer, output, size, rank](c10::ivalue::Future& parent) {
+      rethrowIfFailed(parent);
       output.copy_(buffer[0].chunk(size)[rank]);
       return c10::IValue();
     };

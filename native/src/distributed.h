@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common.h"
+#include "future_error.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>

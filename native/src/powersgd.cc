@@ -14,6 +14,8 @@
 // the same order), so a run matches PyTorch's hook step for step (test/powersgd.test.ts).
 #include "powersgd.h"
 
+#include "future_error.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -106,7 +108,8 @@ class PowerSGDHook : public c10d::CppCommHookInterface<std::shared_ptr<State>> {
       input.div_(world);
       st->counters->elementsThisIter += input.numel();
       return allreduce(*st, input)->then(
-          [st, last, input](c10::ivalue::Future&) {
+          [st, last, input](c10::ivalue::Future& parent) {
+            rethrowIfFailed(parent);
             st->endBucket(last);
             return c10::IValue(input);
           },
@@ -187,7 +190,8 @@ class PowerSGDHook : public c10d::CppCommHookInterface<std::shared_ptr<State>> {
 
     st->counters->elementsThisIter += plainMemory.numel() + pSize + qSize;
     at::Tensor p = mem->p, q = mem->q;
-    auto afterPlain = [st, plain, plainMemory, p, world](c10::ivalue::Future&) {
+    auto afterPlain = [st, plain, plainMemory, p, world](c10::ivalue::Future& parent) {
+      rethrowIfFailed(parent);
       plainMemory.div_(world);
       int64_t at = 0;
       for (const auto& g : plain) {
@@ -196,7 +200,8 @@ class PowerSGDHook : public c10d::CppCommHookInterface<std::shared_ptr<State>> {
       }
       return allreduce(*st, p);
     };
-    auto afterP = [st, matrices, ps, qs, q](c10::ivalue::Future&) {
+    auto afterP = [st, matrices, ps, qs, q](c10::ivalue::Future& parent) {
+      rethrowIfFailed(parent);
       for (auto& pm : ps) orthogonalize(pm, st->opts.orthogonalizationEpsilon);
       for (size_t i = 0; i < matrices.size(); ++i) {
         at::Tensor out = qs[i];  // a handle: the lambda's copies are const
@@ -204,7 +209,8 @@ class PowerSGDHook : public c10d::CppCommHookInterface<std::shared_ptr<State>> {
       }
       return allreduce(*st, q);
     };
-    auto afterQ = [st, matrices, ps, qs, q, input, inputCopy, mem, last, world](c10::ivalue::Future&) {
+    auto afterQ = [st, matrices, ps, qs, q, input, inputCopy, mem, last, world](c10::ivalue::Future& parent) {
+      rethrowIfFailed(parent);
       q.div_(world);
       for (size_t i = 0; i < matrices.size(); ++i) {
         at::Tensor out = matrices[i];
@@ -220,10 +226,12 @@ class PowerSGDHook : public c10d::CppCommHookInterface<std::shared_ptr<State>> {
     };
     auto listType = c10::ListType::ofTensors();
     std::lock_guard<std::mutex> lock(st->mutex);
-    auto start = st->tail && !st->tail->completed()
-                     ? st->tail->thenAsync([st, plainMemory](c10::ivalue::Future&) { return allreduce(*st, plainMemory); },
-                                           listType)
-                     : allreduce(*st, plainMemory);
+    auto afterTail = [st, plainMemory](c10::ivalue::Future& parent) {
+      rethrowIfFailed(parent);
+      return allreduce(*st, plainMemory);
+    };
+    auto start = st->tail && !st->tail->completed() ? st->tail->thenAsync(afterTail, listType)
+                                                     : allreduce(*st, plainMemory);
     st->tail = start->thenAsync(afterPlain, listType)
                    ->thenAsync(afterP, listType)
                    ->then(afterQ, c10::TensorType::get());

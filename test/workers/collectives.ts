@@ -6,7 +6,11 @@
 //    others report how their next all-reduce failed, then destroy the group.
 //  - 'hang': after a barrier, rank 0 (asyncOp) and rank 2 (blocking) start an all-reduce
 //    that rank 1 never joins (the test SIGSTOPs it); they report the error, how long it
-//    took and how often a 100 ms timer ticked meanwhile.
+//    took and how often a 100 ms timer ticked meanwhile. With config.pending, rank 0 issues a
+//    reduce-scatter and waits for it later on its thread instead (a PendingCollective, as
+//    fully sharded data parallel's deferred reduce-scatters are).
+import { startReduceScatterTensor } from '../../src/distributed/collectives.ts';
+import { getDefaultGroup } from '../../src/distributed/process-group.ts';
 import * as t from '../../src/index.ts';
 import {
   errorInfo,
@@ -23,6 +27,7 @@ const dist = t.distributed;
 
 interface Config {
   scenario: 'ops' | 'hang';
+  pending?: boolean;
   timeoutMs?: number;
   fault?: 'exit' | 'kill';
 }
@@ -184,7 +189,22 @@ async function hang(): Promise<unknown> {
     await new Promise(() => {});
   }
   await waitForLine('go');
+  if (cfg.pending) return { ...pendingReduceScatter(), timeoutMs };
   return { ...(await failingAllReduce(rank === 0)), timeoutMs };
+}
+
+/** A reduce-scatter issued now and waited for on this thread (it times out: a peer is stopped). */
+function pendingReduceScatter() {
+  const start = Date.now();
+  let error = null;
+  const call = startReduceScatterTensor(t.zeros([1]), t.ones([worldSize]), 'sum', getDefaultGroup());
+  const issuedMs = Date.now() - start;
+  try {
+    call.wait();
+  } catch (e) {
+    error = { ...errorInfo(e), isDistributedError: e instanceof dist.DistributedError };
+  }
+  return { error, elapsedMs: Date.now() - start, issuedMs };
 }
 
 const run = { ops: opsThenFault, hang }[cfg.scenario];
