@@ -354,28 +354,8 @@ export const TrainConfigSchema = z
           'zero1 with --uneven join is not supported yet (the optimizer would need to join too): use --uneven pad',
       });
     }
-    if (c.strategy === 'fsdp') {
-      const refuse = (path: string, message: string) =>
-        ctx.addIssue({ code: 'custom', path: [path], message });
-      for (const [k, d] of Object.entries(DDP_ONLY))
-        if (c[k as keyof typeof DDP_ONLY] !== d)
-          refuse(k, 'is a DistributedDataParallel option; --strategy fsdp shards the model without DDP');
-      if (c.uneven === 'join')
-        refuse(
-          'strategy',
-          'fsdp with --uneven join is not supported (a sharded forward needs every rank): use --uneven pad',
-        );
-      if (c.amp === 'fp16')
-        refuse(
-          'amp',
-          "fp16's GradScaler would skip steps on some ranks only (each sees only its shards' infinities) under --strategy fsdp: use --amp bf16",
-        );
-      if (c.tune)
-        refuse(
-          'tune',
-          "times DDP's buckets and replicated trials: give the options yourself with --strategy fsdp",
-        );
-    }
+    if (c.strategy === 'fsdp')
+      for (const [path, message] of fsdpConflicts(c)) ctx.addIssue({ code: 'custom', path: [path], message });
     if (c.syncBn && c.model.startsWith('vit')) {
       ctx.addIssue({
         code: 'custom',
@@ -396,6 +376,30 @@ export const TrainConfigSchema = z
       });
     }
   });
+
+/** What --strategy fsdp cannot honour among the other options: [option, why]. */
+function fsdpConflicts(c: Record<string, unknown>): [string, string][] {
+  const found: [string, string][] = [];
+  for (const [k, d] of Object.entries(DDP_ONLY))
+    if (c[k] !== d)
+      found.push([k, 'is a DistributedDataParallel option; --strategy fsdp shards the model without DDP']);
+  if (c.uneven === 'join')
+    found.push([
+      'strategy',
+      'fsdp with --uneven join is not supported (a sharded forward needs every rank): use --uneven pad',
+    ]);
+  if (c.amp === 'fp16')
+    found.push([
+      'amp',
+      "fp16's GradScaler would skip steps on some ranks only (each sees only its shards' infinities) under --strategy fsdp: use --amp bf16",
+    ]);
+  if (c.tune)
+    found.push([
+      'tune',
+      "times DDP's buckets and replicated trials: give the options yourself with --strategy fsdp",
+    ]);
+  return found;
+}
 
 /** The validated options, defaults filled in. */
 export type TrainConfig = z.output<typeof TrainConfigSchema>;

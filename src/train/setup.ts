@@ -238,7 +238,7 @@ export function buildModel(
   if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
   // Before DDP wraps it, as PyTorch's recipe converts: the statistics of the global batch.
   const converted = c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
-  // Every rank built the same parameters (the seed): each keeps its rows (no broadcast).
+  // Every rank built the same parameters (seeded with --seed above): each keeps its rows (no broadcast).
   return group !== null && shardsParameters(plan, group) ? shardModel(converted, group) : converted;
 }
 
