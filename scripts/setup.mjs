@@ -9,7 +9,7 @@
 // TORCH_CXX11_ABI (0|1, only to override detection for a LIBTORCH folder).
 // The installed package uses scripts/install.mjs instead (no apt, no npm ci, a per-user
 // torch cache); both share scripts/lib.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureAddons, glooIncludeRoot, missingBuildPackages, readStamp } from './lib/addons.mjs';
@@ -72,6 +72,32 @@ function ensureNodeModules() {
   if (stale) run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: ROOT });
 }
 
+// ---- the Python packages the tests read tsddp's files with ----
+// Where .venv is this checkout's own (it holds the torch the addon builds against), the
+// tests also check tsddp's files with the other side's own reader: TensorBoard's event
+// loader (test/tensorboard.test.ts). Pinned; without them those tests say they skip.
+const ORACLES = { tensorboard: '2.21.0' };
+
+function ensureOracles(torch) {
+  if (torch.source !== '.venv') return;
+  const venv = join(ROOT, '.venv');
+  const lib = join(venv, 'lib');
+  const sitePackages = readdirSync(lib)
+    .filter((d) => d.startsWith('python'))
+    .map((d) => join(lib, d, 'site-packages'));
+  const missing = Object.entries(ORACLES).filter(
+    ([pkg]) => !sitePackages.some((d) => existsSync(join(d, pkg))),
+  );
+  if (missing.length === 0) return;
+  const specs = missing.map(([pkg, version]) => `${pkg}==${version}`);
+  log(`pip install ${specs.join(' ')} into .venv (the tests read tsddp's files with it)`);
+  try {
+    run(join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', ...specs]);
+  } catch (e) {
+    log(`${specs.join(' ')} not installed (${e.message}); the tests that need it skip`);
+  }
+}
+
 function main() {
   const stamp = readStamp(ROOT);
   step = 'libtorch';
@@ -88,6 +114,8 @@ function main() {
   ensureNodeModules();
   step = 'build';
   const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log });
+  step = 'test oracles';
+  ensureOracles(torch);
   if (!built) log(`up to date (torch ${torch.version} from ${torch.source})`);
 }
 

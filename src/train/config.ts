@@ -274,6 +274,10 @@ export const OPTIONS = {
   ),
   seed: intOpt(0, 0, 'seed of the model init, sampler and augmentations'),
   metricsFile: strOpt('JSONL metrics of all ranks (rank files <file>.rank<N> meanwhile)', 'a file path'),
+  tensorboard: strOpt(
+    'TensorBoard log folder: rank 0 writes loss, accuracy, lr, throughput and communication time each log interval, and every evaluation',
+    'a folder path',
+  ),
   dashboard: intOptional(
     0,
     'port of the live dashboard on 127.0.0.1 (0 or a bare flag: a free port; served by the launcher, or by a single process itself)',

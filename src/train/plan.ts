@@ -126,6 +126,8 @@ export interface IoPlan {
   allowDataChange: boolean;
   reshard: boolean;
   metricsFile: string | undefined;
+  /** --tensorboard: rank 0's event files (run-log.ts). */
+  tensorboard: string | undefined;
   dashboard: number | undefined;
 }
 
@@ -250,6 +252,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
       allowDataChange: c.allowDataChange,
       reshard: c.reshard,
       metricsFile: c.metricsFile,
+      tensorboard: c.tensorboard,
       dashboard: c.dashboard,
     },
     launch: {

@@ -1,9 +1,17 @@
 // What a training run tells: the metrics records of this rank (src/metrics, merged by rank
 // 0 at the end, or after a failure), rank 0's progress line and messages, and the step
-// metrics read from the device only at log intervals (step-meter.ts).
+// metrics read from the device only at log intervals (step-meter.ts), and with --tensorboard
+// rank 0's TensorBoard event files: the last step of each log interval and every evaluation.
 import * as t from '../core/index.ts';
 import { type DDPStats, optim as distOptim } from '../distributed/index.ts';
-import { type MetricRecord, MetricsWriter, mergeMetrics, mergeRankFiles } from '../metrics/index.ts';
+import {
+  type MetricRecord,
+  MetricsWriter,
+  mergeMetrics,
+  mergeRankFiles,
+  type StepRecord,
+} from '../metrics/index.ts';
+import { SummaryWriter } from '../utils/tensorboard/index.ts';
 import type { EvalResult } from './evaluate.ts';
 import { globalBatchOf, type RunPlan } from './plan.ts';
 import { Progress } from './progress.ts';
@@ -31,6 +39,8 @@ export interface StepSeen {
 
 export class RunLog {
   private readonly metrics: MetricsWriter;
+  /** --tensorboard, on rank 0. */
+  private readonly board: SummaryWriter | null = null;
   private readonly progress: Progress;
   private readonly meter: StepMeter;
   /** This rank's loss at the last step read. */
@@ -61,6 +71,17 @@ export class RunLog {
     try {
       this.metrics = new MetricsWriter(plan.io.metricsFile, this.rank, resume === null);
     } catch (e) {
+      this.meter.dispose();
+      throw e;
+    }
+    try {
+      // A resumed run purges what the interrupted one logged after its checkpoint.
+      if (plan.io.tensorboard !== undefined && this.rank === 0)
+        this.board = new SummaryWriter(plan.io.tensorboard, {
+          purgeStep: resume === null ? null : resume.step + 1,
+        });
+    } catch (e) {
+      this.metrics.close();
       this.meter.dispose();
       throw e;
     }
@@ -124,7 +145,10 @@ export class RunLog {
 
   /** Reads the pending steps' losses (one host sync), writes their records and shows progress. */
   flush(): void {
-    for (const record of this.meter.flush()) {
+    const records = this.meter.flush();
+    const last = records.at(-1);
+    if (last !== undefined) this.toBoard(last);
+    for (const record of records) {
       this.metrics.write(record);
       this.lastLoss = record.loss;
       if (this.showProgress) {
@@ -141,6 +165,20 @@ export class RunLog {
         this.progress.update({ ...info, images: images * this.worldSize }, record.time);
       }
     }
+  }
+
+  /** A step's scalars in TensorBoard: throughput over all ranks, as they step together. */
+  private toBoard(r: StepRecord): void {
+    const w = this.board;
+    if (w === null) return;
+    w.addScalar('train/loss', r.loss, r.step);
+    w.addScalar('train/acc', r.acc, r.step);
+    w.addScalar('train/lr', r.lr, r.step);
+    w.addScalar('perf/images_per_sec', r.imagesPerSec * this.worldSize, r.step);
+    w.addScalar('perf/step_ms', r.stepMs, r.step);
+    w.addScalar('perf/data_ms', r.dataMs, r.step);
+    if (r.commMs !== undefined) w.addScalar('comm/allreduce_ms', r.commMs, r.step);
+    if (r.overlapMs !== undefined) w.addScalar('comm/overlap_ms', r.overlapMs, r.step);
   }
 
   /** Images per second over all ranks in the steps this process ran. */
@@ -174,6 +212,12 @@ export class RunLog {
   /** An evaluation's metrics record. */
   writeEval(r: EvalResult, epoch: number, step: number): void {
     this.write({ type: 'eval', rank: this.rank, epoch, step, ...r, time: Date.now() });
+    if (this.board !== null) {
+      this.board.addScalar('eval/loss', r.loss, step);
+      this.board.addScalar('eval/top1', r.top1, step);
+      this.board.addScalar('eval/top5', r.top5, step);
+      this.board.flush();
+    }
   }
 
   /** An evaluation's line. */
@@ -203,6 +247,7 @@ export class RunLog {
     } catch {
       // The failure itself is reported by the caller.
     }
+    this.board?.flush();
     const file = this.plan.io.metricsFile;
     if (file === undefined || this.rank !== 0) return;
     this.mergeMetricsFile(() => mergeRankFiles(file));
@@ -226,6 +271,7 @@ export class RunLog {
 
   close(): void {
     this.metrics.close();
+    this.board?.close();
     this.progress.done();
     this.meter.dispose();
   }

@@ -1,2 +1,3 @@
-// torch.utils: activation checkpointing (torch.utils.data is t.data).
+// torch.utils: activation checkpointing and TensorBoard (torch.utils.data is t.data).
 export * as checkpoint from './checkpoint.ts';
+export * as tensorboard from './tensorboard/index.ts';
