@@ -6,7 +6,15 @@
 // same training as TypeScript once tsx is installed. Several minutes: the C++ build.
 import assert from 'node:assert/strict';
 import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -108,6 +116,14 @@ test('npm install builds the addons and a 2-rank DDP script runs with npx tsrun 
     assert.ok(r.losses.every(Number.isFinite));
   }
   assert.equal(ranks[0].checksum, ranks[1].checksum, 'DDP replicas differ after training');
+  // The installed package's SummaryWriter (protobufjs and all): rank 0's event file holds
+  // the version event and one record per loss (TFRecord framing, 16 bytes around each).
+  const [events] = readdirSync(`${prefix}.tb`);
+  assert.match(events, /^events\.out\.tfevents\.\d{10}\./);
+  const bytes = readFileSync(join(`${prefix}.tb`, events));
+  let records = 0;
+  for (let at = 0; at < bytes.length; at += 16 + Number(bytes.readBigUInt64LE(at))) records++;
+  assert.equal(records, 1 + ranks[0].losses.length);
 });
 
 test('npx tsddp bench --reference runs the PyTorch side from the installed package', (t) => {

@@ -19,6 +19,8 @@ const ddp = new t.distributed.DistributedDataParallel(model, { bucketCapMb: 1 })
 const optimizer = new t.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
 const scaler = new t.GradScaler({ device: 'cpu', enabled: false });
 
+// Rank 0 logs each loss for TensorBoard, as torch.utils.tensorboard would.
+const board = rank === 0 ? new t.utils.tensorboard.SummaryWriter(`${process.env.RESULT_PREFIX}.tb`) : null;
 const losses = [];
 for (let epoch = 0; epoch < 2; epoch++) {
   sampler.setEpoch(epoch);
@@ -35,10 +37,12 @@ for (let epoch = 0; epoch < 2; epoch++) {
       return loss.item();
     });
     batch[Symbol.dispose]();
+    board?.addScalar('train/loss', value, losses.length);
     losses.push(value);
   }
 }
 // DDP keeps the replicas identical: each rank reports a checksum of its parameters.
 const checksum = t.noGrad(() => model.parameters().reduce((s, p) => s + p.double().abs().sum().item(), 0));
 writeFileSync(`${process.env.RESULT_PREFIX}.rank${rank}.json`, JSON.stringify({ losses, checksum }));
+board?.close();
 t.distributed.destroyProcessGroup();
