@@ -75,8 +75,10 @@ function ensureNodeModules() {
 // ---- the Python packages the tests read tsddp's files with ----
 // Where .venv is this checkout's own (it holds the torch the addon builds against), the
 // tests also check tsddp's files with the other side's own reader: TensorBoard's event
-// loader (test/tensorboard.test.ts). Pinned; without them those tests say they skip.
-const ORACLES = { tensorboard: '2.21.0' };
+// loader reads SummaryWriter's files (test/tensorboard.test.ts); transformers loads what
+// GPT.savePretrained writes and makes the GPT-2 folders live (test/hf-gpt2.test.ts).
+// Pinned; without them those tests skip, or read the committed fixtures.
+const ORACLES = { tensorboard: '2.21.0', transformers: '5.18.0' };
 
 function ensureOracles(torch) {
   if (torch.source !== '.venv') return;

@@ -6,11 +6,25 @@
 // scaled_dot_product_attention with is_causal, so no causal-mask buffer is registered.
 // Module properties carry PyTorch's snake_case names because Module registers a Module
 // property under its own name (see nn/module.ts): `c_attn` is what makes the key.
+
+import { join } from 'node:path';
 import { noGrad } from '../autograd/index.ts';
+import { loadFile, saveFile } from '../checkpoint/safetensors.ts';
 import * as t from '../core/index.ts';
+import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList } from '../nn/index.ts';
 import { AdamW } from '../optim/index.ts';
 import { runBlocks } from '../utils/checkpoint.ts';
+import {
+  fromGpt2Keys,
+  GPT2_ACTIVATIONS,
+  type Gpt2Activation,
+  gpt2Config,
+  gpt2ConfigJson,
+  gpt2WeightFiles,
+  PretrainedError,
+  toGpt2Keys,
+} from './hf-gpt2.ts';
 
 export interface GPTConfig {
   /** Longest sequence (positions in wpe). nanoGPT default 1024. */
@@ -25,6 +39,12 @@ export interface GPTConfig {
   dropout: number;
   /** Biases in Linear and LayerNorm layers (GPT-2: true; nanoGPT: false is a bit better and faster). */
   bias: boolean;
+  /**
+   * The MLP's activation, by Hugging Face's names: 'gelu' (exact, nanoGPT's; the default),
+   * 'gelu_new' (GPT-2's tanh approximation, computed op for op as transformers does) or
+   * 'gelu_pytorch_tanh' (the same approximation in PyTorch's fused kernel).
+   */
+  activation?: Gpt2Activation;
 }
 
 /** nanoGPT's GPTConfig defaults. */
@@ -98,16 +118,34 @@ export class CausalSelfAttention extends Module {
   }
 }
 
+/**
+ * transformers' NewGELUActivation (GPT-2's 'gelu_new'): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * the same ops in the same order, so a model read from a Hugging Face folder computes what
+ * GPT2LMHeadModel computes, to the bit on the same CPU.
+ */
+export class NewGELU extends Module {
+  override forward(x: t.Tensor): t.Tensor {
+    return t.tidy(() => {
+      const inner = x.add(t.pow(x, 3.0).mul(0.044715)).mul(Math.sqrt(2.0 / Math.PI));
+      return x.mul(0.5).mul(t.tanh(inner).add(1.0));
+    });
+  }
+}
+
 export class MLP extends Module {
   readonly c_fc: Linear;
-  readonly gelu: GELU;
+  readonly gelu: GELU | NewGELU;
   readonly c_proj: Linear;
   readonly dropout: Dropout;
 
   constructor(c: GPTConfig, f: Factory = {}) {
     super();
     this.c_fc = this.registerModule('c_fc', new Linear(c.nEmbd, 4 * c.nEmbd, { bias: c.bias, ...f }));
-    this.gelu = this.registerModule('gelu', new GELU());
+    const activation = c.activation ?? 'gelu';
+    this.gelu = this.registerModule(
+      'gelu',
+      activation === 'gelu_new' ? new NewGELU() : new GELU(activation === 'gelu' ? 'none' : 'tanh'),
+    );
     this.c_proj = this.registerModule('c_proj', new Linear(4 * c.nEmbd, c.nEmbd, { bias: c.bias, ...f }));
     this.dropout = this.registerModule('dropout', new Dropout(c.dropout));
   }
@@ -171,6 +209,10 @@ export class GPT extends Module {
     for (const k of ['blockSize', 'vocabSize', 'nLayer', 'nHead', 'nEmbd'] as const) {
       if (!(Number.isInteger(c[k]) && c[k] > 0)) throw new RangeError(`GPT: ${k} must be a positive integer`);
     }
+    if (c.activation !== undefined && !GPT2_ACTIVATIONS.includes(c.activation))
+      throw new RangeError(
+        `GPT: activation must be one of ${GPT2_ACTIVATIONS.join(', ')}, got ${c.activation}`,
+      );
     this.config = Object.freeze(c);
     this.activationCheckpointing = opts.activationCheckpointing ?? false;
     const f: Factory = opts.device === undefined ? {} : { device: opts.device };
@@ -198,6 +240,38 @@ export class GPT extends Module {
     for (const [name, p] of this.namedParameters()) {
       if (name.endsWith('c_proj.weight')) init.normal_(p, 0, 0.02 / Math.sqrt(2 * c.nLayer));
     }
+  }
+
+  /**
+   * A GPT-2 from a Hugging Face folder on disk (transformers' save_pretrained layout:
+   * config.json and model.safetensors, or model.safetensors.index.json and its shards), as
+   * nanoGPT's from_pretrained maps it (hf-gpt2.ts). Its logits are GPT2LMHeadModel's on the
+   * same folder. No network: get a hub model with `huggingface-cli download gpt2 --local-dir DIR`
+   * where there is one. `device`: where the parameters go (default CPU).
+   */
+  static async fromPretrained(dir: string, opts: GPTOptions = {}): Promise<GPT> {
+    const config = gpt2Config(join(dir, 'config.json'));
+    const model = new GPT(config, opts);
+    await t.tidyAsync(async () => {
+      const hf: Record<string, t.Tensor> = {};
+      for (const file of gpt2WeightFiles(dir)) Object.assign(hf, await loadFile(file));
+      model.loadStateDict(fromGpt2Keys(hf, dir));
+    });
+    return model;
+  }
+
+  /**
+   * Writes this model as a Hugging Face GPT-2 folder (config.json, model.safetensors) that
+   * transformers' GPT2LMHeadModel.from_pretrained loads. Each file is written atomically.
+   */
+  async savePretrained(dir: string): Promise<void> {
+    const config = gpt2ConfigJson(this.config);
+    ensureSafeDir(dir, 'savePretrained folder');
+    await t.tidyAsync(async () => {
+      const tensors = toGpt2Keys(this.stateDict());
+      await saveFile(tensors, join(dir, 'model.safetensors'), { metadata: { format: 'pt' } });
+    });
+    writeFileAtomicSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   }
 
   /**

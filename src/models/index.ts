@@ -13,7 +13,9 @@ export {
   gpt,
   gpt2Small,
   MLP,
+  NewGELU,
 } from './gpt.ts';
+export { PretrainedError } from './hf-gpt2.ts';
 export {
   BasicBlock,
   Bottleneck,
