@@ -15,48 +15,10 @@ import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList } from '../nn/index.ts';
 import { AdamW } from '../optim/index.ts';
 import { runBlocks } from '../utils/checkpoint.ts';
-import {
-  fromGpt2Keys,
-  GPT2_ACTIVATIONS,
-  type Gpt2Activation,
-  gpt2Config,
-  gpt2ConfigJson,
-  gpt2WeightFiles,
-  PretrainedError,
-  toGpt2Keys,
-} from './hf-gpt2.ts';
+import { GPT_ACTIVATIONS, GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
+import { fromGpt2Keys, gpt2Config, gpt2ConfigJson, gpt2WeightFiles, toGpt2Keys } from './hf-gpt2.ts';
 
-export interface GPTConfig {
-  /** Longest sequence (positions in wpe). nanoGPT default 1024. */
-  blockSize: number;
-  /** Tokens in wte / lm_head. nanoGPT default 50304 (GPT-2's 50257 padded to a multiple of 64). */
-  vocabSize: number;
-  nLayer: number;
-  nHead: number;
-  /** Width; must be a multiple of nHead. */
-  nEmbd: number;
-  /** Dropout after the embeddings, on attention weights, and on both residual branches. */
-  dropout: number;
-  /** Biases in Linear and LayerNorm layers (GPT-2: true; nanoGPT: false is a bit better and faster). */
-  bias: boolean;
-  /**
-   * The MLP's activation, by Hugging Face's names: 'gelu' (exact, nanoGPT's; the default),
-   * 'gelu_new' (GPT-2's tanh approximation, computed op for op as transformers does) or
-   * 'gelu_pytorch_tanh' (the same approximation in PyTorch's fused kernel).
-   */
-  activation?: Gpt2Activation;
-}
-
-/** nanoGPT's GPTConfig defaults. */
-export const GPT_CONFIG_DEFAULTS: Readonly<GPTConfig> = Object.freeze({
-  blockSize: 1024,
-  vocabSize: 50304,
-  nLayer: 12,
-  nHead: 12,
-  nEmbd: 768,
-  dropout: 0,
-  bias: true,
-});
+export { GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
 
 export interface GPTOptions {
   /** Where parameters are created ('meta' builds the structure without memory). Default CPU. */
@@ -209,9 +171,9 @@ export class GPT extends Module {
     for (const k of ['blockSize', 'vocabSize', 'nLayer', 'nHead', 'nEmbd'] as const) {
       if (!(Number.isInteger(c[k]) && c[k] > 0)) throw new RangeError(`GPT: ${k} must be a positive integer`);
     }
-    if (c.activation !== undefined && !GPT2_ACTIVATIONS.includes(c.activation))
+    if (c.activation !== undefined && !GPT_ACTIVATIONS.includes(c.activation))
       throw new RangeError(
-        `GPT: activation must be one of ${GPT2_ACTIVATIONS.join(', ')}, got ${c.activation}`,
+        `GPT: activation must be one of ${GPT_ACTIVATIONS.join(', ')}, got ${c.activation}`,
       );
     this.config = Object.freeze(c);
     this.activationCheckpointing = opts.activationCheckpointing ?? false;

@@ -10,17 +10,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as t from '../core/index.ts';
 import { TsddpError } from '../errors/index.ts';
-import type { GPTConfig } from './gpt.ts';
+import { GPT_ACTIVATIONS, type GPTConfig, type GptActivation } from './gpt-config.ts';
 
 /** A Hugging Face folder tsddp cannot read, or a model it cannot write as one; names the file and field. */
 export class PretrainedError extends TsddpError {
   override name = 'PretrainedError';
   readonly code = 'PRETRAINED';
 }
-
-/** HF's activation_function values tsddp's GPT implements (GPTConfig.activation). */
-export const GPT2_ACTIVATIONS = ['gelu_new', 'gelu_pytorch_tanh', 'gelu'] as const;
-export type Gpt2Activation = (typeof GPT2_ACTIVATIONS)[number];
 
 /** Linear layers HF stores as Conv1D ([in, out]). */
 const CONV1D = ['attn.c_attn.weight', 'attn.c_proj.weight', 'mlp.c_fc.weight', 'mlp.c_proj.weight'];
@@ -61,9 +57,9 @@ export function gpt2Config(file: string): GPTConfig {
   const nEmbd = int('n_embd', 768);
   if (c.n_inner != null && c.n_inner !== 4 * nEmbd)
     throw bad('n_inner', `the MLP is 4 x n_embd (${4 * nEmbd}) wide`);
-  const activation = (c.activation_function ?? 'gelu_new') as Gpt2Activation;
-  if (!GPT2_ACTIVATIONS.includes(activation))
-    throw bad('activation_function', `tsddp has ${GPT2_ACTIVATIONS.join(', ')}`);
+  const activation = (c.activation_function ?? 'gelu_new') as GptActivation;
+  if (!GPT_ACTIVATIONS.includes(activation))
+    throw bad('activation_function', `tsddp has ${GPT_ACTIVATIONS.join(', ')}`);
   const eps = c.layer_norm_epsilon ?? 1e-5;
   if (eps !== 1e-5) throw bad('layer_norm_epsilon', "tsddp's GPT uses LayerNorm's 1e-5");
   const drops = ['resid_pdrop', 'embd_pdrop', 'attn_pdrop'].map((k) => c[k] ?? 0.1);
