@@ -7,13 +7,18 @@
 //     --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --max-iters 200    # a one-minute run
 //
 // Run it again with the same --out-dir and it resumes from the newest checkpoint.
+//
+// Fine-tuning a Hugging Face GPT-2 (nanoGPT's init_from='gpt2'): --init-from a local folder
+// (config.json + model.safetensors) and --data a .bin of its token ids (uint16, as nanoGPT's
+// data/*/prepare.py writes with tiktoken); --tensorboard DIR logs the curves,
+// --save-pretrained DIR writes the result back as a Hugging Face folder.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import * as t from '../src/index.ts';
 
 const args = new Command('train_gpt')
-  .requiredOption('--data <file>', 'a text file; its bytes are the tokens')
+  .requiredOption('--data <file>', 'a text file (its bytes are the tokens), or a .bin of uint16 token ids')
   .option('--block-size <n>', 'context length in bytes', Number, 64)
   .option('--n-layer <n>', 'transformer blocks', Number, 4)
   .option('--n-head <n>', 'attention heads', Number, 4)
@@ -39,7 +44,15 @@ const args = new Command('train_gpt')
     'ddp',
   )
   .option('--activation-checkpointing', 'recompute each block in backward instead of keeping its activations')
-  .option('--sample-tokens <n>', 'bytes rank 0 generates at the end (0: none)', Number, 300)
+  .option('--init-from <dir>', 'start from this Hugging Face GPT-2 folder instead of random weights')
+  .option('--tensorboard <dir>', 'rank 0 writes the losses and the learning rate for TensorBoard')
+  .option('--save-pretrained <dir>', 'at the end, rank 0 writes the model as a Hugging Face GPT-2 folder')
+  .option(
+    '--sample-tokens <n>',
+    'bytes rank 0 generates at the end (0: none; a .bin run samples none)',
+    Number,
+    300,
+  )
   .option('--temperature <x>', 'sampling temperature', Number, 0.8)
   .option('--top-k <n>', 'sample among the k likeliest bytes', Number, 40)
   .parse()
@@ -66,6 +79,9 @@ const args = new Command('train_gpt')
     seed: number;
     strategy: string;
     activationCheckpointing?: boolean;
+    initFrom?: string;
+    tensorboard?: string;
+    savePretrained?: string;
     sampleTokens: number;
     temperature: number;
     topK: number;
@@ -110,23 +126,42 @@ if (resumeFrom !== null) {
   const peek = await t.loadCheckpoint(resumeFrom, { rng: false }, loadOpts);
   config = (peek.extra as { config: t.models.GPTConfig }).config;
 }
+// A Hugging Face folder's weights, unless a checkpoint of the fine-tuning takes over.
+t.manualSeed(args.seed);
+const pretrained =
+  args.initFrom !== undefined && resumeFrom === null
+    ? await t.models.GPT.fromPretrained(args.initFrom)
+    : null;
+if (pretrained !== null) config = { ...pretrained.config };
+const T = Math.min(args.blockSize, config.blockSize); // the training windows' length
 
-// 3. Data: the file's bytes are the tokens; the first 90% train, the last 10% validate.
-const bytes = readFileSync(args.data);
-const nTrain = Math.floor(bytes.length * 0.9);
-const splits = {
-  train: t.fromBytes(new Uint8Array(bytes.subarray(0, nTrain)), [nTrain], 'uint8'),
-  val: t.fromBytes(new Uint8Array(bytes.subarray(nTrain)), [bytes.length - nTrain], 'uint8'),
-};
+// 3. Data: the file's bytes are the tokens (or, for a .bin, its uint16 token ids); the
+// first 90% train, the last 10% validate.
+const tokenIds = args.data.endsWith('.bin');
+const raw = readFileSync(args.data);
+const all = tokenIds
+  ? t
+      .fromBytes(new Uint8Array(raw.subarray(0, raw.length - (raw.length % 2))), [raw.length >> 1], 'uint16')
+      .to('int32')
+  : t.fromBytes(new Uint8Array(raw), [raw.length], 'uint8');
+const nTokens = all.shape[0];
+if (nTokens > 0 && all.max().item() >= config.vocabSize)
+  throw new RangeError(
+    `${args.data}: token id ${all.max().item()} is outside the model's ${config.vocabSize} tokens`,
+  );
+const nTrain = Math.floor(nTokens * 0.9);
+const splits = { train: all.slice(0, 0, nTrain), val: all.slice(0, nTrain, nTokens) };
 for (const [name, data] of Object.entries(splits)) {
-  if (data.shape[0] <= config.blockSize + 1)
-    throw new RangeError(`${args.data}: the ${name} split has ${data.shape[0]} bytes, need > block size + 1`);
+  if (data.shape[0] <= T + 1)
+    throw new RangeError(
+      `${args.data}: the ${name} split has ${data.shape[0]} tokens, need > block size + 1`,
+    );
 }
-const offsets = t.arange(config.blockSize).unsqueeze(0); // [1, T]
+const offsets = t.arange(T).unsqueeze(0); // [1, T]
 
-/** batchSize random windows: inputs x [B, T] and the next bytes y [B, T], as int64. */
+/** batchSize random windows: inputs x [B, T] and the next tokens y [B, T], as int64. */
 function getBatch(data: t.Tensor, gen: t.Generator): [t.Tensor, t.Tensor] {
-  const start = t.randint(data.shape[0] - config.blockSize, [args.batchSize, 1], { generator: gen });
+  const start = t.randint(data.shape[0] - T, [args.batchSize, 1], { generator: gen });
   const ix = start.add(offsets);
   return [t.take(data, ix).to('int64').to(device), t.take(data, ix.add(1)).to('int64').to(device)];
 }
@@ -137,8 +172,8 @@ function getBatch(data: t.Tensor, gen: t.Generator): [t.Tensor, t.Tensor] {
 //   zero1  as ddp, but each rank keeps the AdamW state of its shard of the parameters only.
 //   fsdp   each block, then the whole model, fully sharded: a rank keeps its rows of every
 //          parameter, gradient and AdamW state; the blocks are gathered around their use.
-t.manualSeed(args.seed);
-const model = t.models.gpt(config, { activationCheckpointing: args.activationCheckpointing === true });
+const model = pretrained ?? t.models.gpt(config);
+model.activationCheckpointing = args.activationCheckpointing === true;
 model.to(device);
 const fsdp = t.distributed.fsdp;
 let sharded: t.distributed.fsdp.FSDPModule | null = null;
@@ -268,10 +303,18 @@ async function saveCheckpoint(iter: number, valLoss: number): Promise<void> {
 
 log(
   `gpt: ${config.nLayer} layers, ${config.nHead} heads, width ${config.nEmbd}, block ${config.blockSize}, ` +
-    `${(model.numParameters() / 1e6).toFixed(2)}M parameters; ${args.data}: ${nTrain} train / ` +
-    `${bytes.length - nTrain} val bytes; ${worldSize} process(es) x ${args.batchSize} x ${args.gradAccum} ` +
-    `micro-steps x ${config.blockSize} = ${worldSize * args.batchSize * args.gradAccum * config.blockSize} tokens/iter`,
+    `${(model.numParameters() / 1e6).toFixed(2)}M parameters${pretrained ? ` from ${args.initFrom}` : ''}; ` +
+    `${args.data}: ${nTrain} train / ${nTokens - nTrain} val ${tokenIds ? 'tokens' : 'bytes'}; ` +
+    `${worldSize} process(es) x ${args.batchSize} x ${args.gradAccum} micro-steps x ${T} = ` +
+    `${worldSize * args.batchSize * args.gradAccum * T} tokens/iter`,
 );
+// TensorBoard: rank 0's curves; a resumed run hides what the interrupted one logged after its checkpoint.
+const board =
+  master && args.tensorboard !== undefined
+    ? new t.utils.tensorboard.SummaryWriter(args.tensorboard, {
+        purgeStep: startIter > 0 ? startIter + 1 : null,
+      })
+    : null;
 
 // 5. Training. An evaluation (and checkpoint) every evalInterval steps and at the end.
 let windowStart = performance.now();
@@ -279,6 +322,7 @@ for (let iter = startIter; ; iter++) {
   if (iter % args.evalInterval === 0 || iter === args.maxIters) {
     const { train, val } = await estimateLoss();
     log(`step ${iter}: train loss ${train.toFixed(4)}, val loss ${val.toFixed(4)}`);
+    board?.addScalars('loss', { train, val }, iter);
     if (iter > startIter) await saveCheckpoint(iter, val);
     windowStart = performance.now(); // evaluation time is not training time
   }
@@ -320,6 +364,8 @@ for (let iter = startIter; ; iter++) {
     log(
       `iter ${iter + 1}: loss ${(lossSum / args.gradAccum).toFixed(4)}, lr ${lr.toExponential(2)}, ${ms.toFixed(1)} ms/iter`,
     );
+    board?.addScalar('train/loss', lossSum / args.gradAccum, iter + 1);
+    board?.addScalar('train/lr', lr, iter + 1);
     windowStart = performance.now();
   }
 }
@@ -333,11 +379,20 @@ for (const p of Object.values(finalState)) digest.update(p.to('cpu').toBytes());
 console.log(`parameters sha256 ${digest.digest('hex').slice(0, 16)} (rank ${rank} of ${worldSize})`);
 ddp?.close();
 if (distributed) t.distributed.destroyProcessGroup();
+board?.close();
+
+// The fine-tuned weights as a Hugging Face folder (rank 0; under fsdp from the gathered state).
+if (master && args.savePretrained !== undefined) {
+  const whole = strategy === 'fsdp' ? t.models.gpt(config) : model;
+  if (whole !== model) whole.loadStateDict(finalState);
+  await whole.to('cpu').savePretrained(args.savePretrained);
+  log(`saved ${args.savePretrained} (a Hugging Face GPT-2 folder)`);
+}
 
 // 7. A sample from the trained model, starting from a newline (nanoGPT's sample.py). Under
 // fsdp the sharded model needs its peers for every forward: rank 0 samples from a plain
 // copy of the whole weights instead.
-if (master && args.sampleTokens > 0) {
+if (master && args.sampleTokens > 0 && !tokenIds) {
   const sampler = strategy === 'fsdp' ? t.models.gpt(config) : model;
   if (sampler !== model) sampler.loadStateDict(finalState);
   sampler.to(device);

@@ -1,14 +1,16 @@
 // examples/train_gpt.ts, nanoGPT's train.py for bytes: a tiny GPT learns the sonnets in
 // test/fixtures/text/tiny.txt under tsrun with 2 processes (DDP, gradient accumulation
 // with noSync), checkpoints on rank 0, resumes where it stopped, and samples text. It
-// also runs as a plain process, without a launcher.
+// also runs as a plain process, without a launcher, and fine-tunes a Hugging Face GPT-2 folder.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { verifyCheckpoint } from '../src/checkpoint/index.ts';
+import * as t from '../src/index.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-gpt-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -145,4 +147,40 @@ test('--strategy fsdp (with --activation-checkpointing) and zero1 train, and res
   assert.match(back, /resuming from .*ckpt-000150 at iter 150/);
   assert.deepEqual(evals(back).get(150), zeroEvals.get(150));
   assert.ok(evals(back).get(200)![1] < fsdpEvals.get(100)![1] + 0.05);
+});
+
+test('--init-from a Hugging Face GPT-2 folder fine-tunes it on token ids, logs to TensorBoard, and --save-pretrained writes a folder fromPretrained reads', async () => {
+  // Token ids (uint16, as nanoGPT's prepare.py writes them) the tiny GPT-2 of the fixture
+  // can learn: each id is the previous plus 7, modulo its 64 tokens.
+  const data = join(tmp, 'ids.bin');
+  writeFileSync(data, Buffer.from(Uint16Array.from({ length: 4000 }, (_, i) => (i * 7) % 64).buffer));
+  const [tb, saved] = [join(tmp, 'tb'), join(tmp, 'fine-tuned')];
+  const out = tsrun([
+    ...['--init-from', 'test/fixtures/hf/gpt2/single', '--data', data, '--block-size', '16'],
+    ...['--max-iters', '60', '--eval-interval', '30', '--log-interval', '30', '--out-dir', join(tmp, 'ft')],
+    ...['--tensorboard', tb, '--save-pretrained', saved],
+  ]);
+  assert.match(
+    out,
+    /gpt: 2 layers, 2 heads, width 16, block 16, [\d.]+M parameters from test\/fixtures\/hf\/gpt2\/single/,
+  );
+  assert.match(out, /3600 train \/ 400 val tokens/);
+  const losses = evals(out);
+  assert.deepEqual([...losses.keys()], [0, 30, 60]);
+  assert.ok(
+    losses.get(60)![1] < losses.get(0)![1] - 1,
+    `val loss ${losses.get(0)![1]} -> ${losses.get(60)![1]}`,
+  );
+  assert.doesNotMatch(out, /sample \(/, 'token ids are not bytes: no text sample');
+  // TensorBoard: the iteration curves in the folder, each evaluation's pair as two series.
+  for (const dir of [tb, join(tb, 'loss_train'), join(tb, 'loss_val')])
+    assert.ok(
+      readdirSync(dir).some((f) => f.startsWith('events.out.tfevents.')),
+      dir,
+    );
+  // The saved folder holds the fine-tuned weights: the same fingerprint as the ranks printed.
+  const model = await t.models.GPT.fromPretrained(saved);
+  const digest = createHash('sha256');
+  for (const p of Object.values(model.stateDict())) digest.update(p.toBytes());
+  assert.equal(digest.digest('hex').slice(0, 16), fingerprints(out).get(0));
 });
