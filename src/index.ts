@@ -31,4 +31,5 @@ export {
   type TrainConfigInput,
   train,
 } from './train/index.ts';
+export * as onnx from './onnx/index.ts';
 export * as utils from './utils/index.ts';
