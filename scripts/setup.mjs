@@ -69,16 +69,21 @@ function ensureNodeModules() {
     !existsSync(join(ROOT, 'node_modules', 'cmake-js', 'package.json')) ||
     !existsSync(hidden) ||
     (existsSync(lock) && statSync(lock).mtimeMs > statSync(hidden).mtimeMs);
-  if (stale) run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: ROOT });
+  // onnxruntime-node (a devDependency: the ONNX tests) ships its CPU binaries in the
+  // package; its install script (run by npm before 11) would fetch optional CUDA ones
+  // from outside the npm registry.
+  const env = { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' };
+  if (stale) run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: ROOT, env });
 }
 
 // ---- the Python packages the tests read tsddp's files with ----
 // Where .venv is this checkout's own (it holds the torch the addon builds against), the
 // tests also check tsddp's files with the other side's own reader: TensorBoard's event
 // loader reads SummaryWriter's files (test/tensorboard.test.ts); transformers loads what
-// GPT.savePretrained writes and makes the GPT-2 folders live (test/hf-gpt2.test.ts).
+// GPT.savePretrained writes and makes the GPT-2 folders live (test/hf-gpt2.test.ts); the
+// ONNX checker and onnxruntime check what t.onnx.export writes (test/onnx.test.ts).
 // Pinned; without them those tests skip, or read the committed fixtures.
-const ORACLES = { tensorboard: '2.21.0', transformers: '5.18.0' };
+const ORACLES = { tensorboard: '2.21.0', transformers: '5.18.0', onnx: '1.23.1', onnxruntime: '1.30.0' };
 
 function ensureOracles(torch) {
   if (torch.source !== '.venv') return;

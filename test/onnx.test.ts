@@ -238,3 +238,54 @@ test('an op with no ONNX mapping is an OnnxExportError naming it; bad options ar
     /axis 4 of a 4-D input/,
   );
 });
+
+test('examples/onnx_serve.ts classifies an image with onnxruntime-node as tsddp does', async () => {
+  t.manualSeed(1);
+  const model = resnet(() => t.models.resnet18({ numClasses: 10, widthMultiplier: 0.25, stem: 'cifar' }));
+  const file = join(tmp, 'serve.onnx');
+  t.onnx.export(model, t.randn([1, 3, 32, 32]), file, { dynamicAxes: { input: { 0: 'batch' } } });
+  // A 32x32 PNG of a gradient; the example resizes nothing at --size 32.
+  const pixels = Buffer.alloc(32 * 32 * 3);
+  for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 7) % 256;
+  const { default: sharp } = await import('sharp');
+  const png = join(tmp, 'image.png');
+  await sharp(pixels, { raw: { width: 32, height: 32, channels: 3 } })
+    .png()
+    .toFile(png);
+  const [mean, std] = [t.data.SHAPES_MEAN, t.data.SHAPES_STD];
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'examples/onnx_serve.ts', file, png, '--size', '32', '--labels', 'shapes'].concat([
+      '--mean',
+      mean.join(','),
+      '--std',
+      std.join(','),
+      '--top',
+      '3',
+    ]),
+    { cwd: REPO_ROOT, encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const printed = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => l.split('\t'));
+  // tsddp on the same pixels: HWC bytes -> CHW, / 255, normalized.
+  model.eval();
+  const x = t
+    .fromBytes(new Uint8Array(pixels), [32, 32, 3], 'uint8')
+    .permute([2, 0, 1])
+    .unsqueeze(0)
+    .float()
+    .div(255);
+  const normalized = x.sub(t.tensor(mean).view([1, 3, 1, 1])).div(t.tensor(std).view([1, 3, 1, 1]));
+  const probs = t.softmax(forward(model, normalized), 1).view([-1]).toArray() as number[];
+  const top = probs
+    .map((p, k) => ({ p, k }))
+    .sort((a, b) => b.p - a.p)
+    .slice(0, 3);
+  assert.deepEqual(
+    printed,
+    top.map(({ p, k }) => [t.data.SHAPES_CLASSES[k], p.toFixed(4)]),
+  );
+});
