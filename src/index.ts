@@ -21,6 +21,7 @@ export { UnsafePathError } from './files/index.ts';
 export * as launch from './launch/index.ts';
 export * as models from './models/index.ts';
 export * as nn from './nn/index.ts';
+export * as onnx from './onnx/index.ts';
 export * as optim from './optim/index.ts';
 export * as recipe from './train/index.ts';
 export {
@@ -31,5 +32,4 @@ export {
   type TrainConfigInput,
   train,
 } from './train/index.ts';
-export * as onnx from './onnx/index.ts';
 export * as utils from './utils/index.ts';

@@ -221,7 +221,7 @@ function build(
 
   const b = new GraphBuilder(inputNames);
   const names = new Map<number, string>();
-  base.inputs.forEach((id, i) => names.set(id, inputNames[i]));
+  for (const [i, id] of base.inputs.entries()) names.set(id, inputNames[i]);
   const nameOf = (id: number): string => {
     let name = names.get(id);
     if (name !== undefined) return name;
@@ -310,7 +310,7 @@ function build(
     throw new OnnxExportError(
       `${outputNames.length} outputNames for the forward's ${base.outputs.length} outputs`,
     );
-  base.outputs.forEach((id, i) => b.node('Identity', [nameOf(id)], {}, [outputNames[i]]));
+  for (const [i, id] of base.outputs.entries()) b.node('Identity', [nameOf(id)], {}, [outputNames[i]]);
 
   const dimNames = new Map(dynamic.map((d) => [`${d.axis.input}:${d.axis.axis}`, d.name]));
   const valueInfo = (

@@ -65,7 +65,7 @@ export function traceOps(inputs: Tensor[], params: Map<Tensor, string>, forward:
     paramOf.set(tensor.h, name);
     paramTensor.set(tensor.h, tensor);
   }
-  const valueOf = (handle: number): number => {
+  const valueFor = (handle: number): number => {
     const known = byHandle.get(handle);
     if (known !== undefined) return known;
     const name = paramOf.get(handle);
@@ -74,7 +74,7 @@ export function traceOps(inputs: Tensor[], params: Map<Tensor, string>, forward:
     // A tensor made outside the ops (from JS data): its bytes now, while the handle is alive.
     return addValue(handle, { kind: 'const', bytes: new Uint8Array(native.toBytes(handle, true)[0]) });
   };
-  inputs.forEach((x, index) => addValue(x.h, { kind: 'input', index }));
+  for (const [index, x] of inputs.entries()) addValue(x.h, { kind: 'input', index });
 
   const call = native.call;
   const dispose = native.dispose;
@@ -87,8 +87,8 @@ export function traceOps(inputs: Tensor[], params: Map<Tensor, string>, forward:
     const traced: TracedArg[] = args.map((a, i) => {
       const type = schema.args[i]?.type ?? '';
       if (type.startsWith('Tensor[]') || type.startsWith('Tensor?[]'))
-        return { values: (a as (number | null)[]).map((h) => (h === null ? null : valueOf(h))) };
-      if (type.startsWith('Tensor') && typeof a === 'number') return { value: valueOf(a) };
+        return { values: (a as (number | null)[]).map((h) => (h === null ? null : valueFor(h))) };
+      if (type.startsWith('Tensor') && typeof a === 'number') return { value: valueFor(a) };
       return { literal: a };
     });
     const result = call(id, ...args);
@@ -124,6 +124,6 @@ export function traceOps(inputs: Tensor[], params: Map<Tensor, string>, forward:
     values,
     nodes,
     inputs: inputs.map((x) => byHandle.get(x.h) as number),
-    outputs: outs.map((o) => valueOf(o.h)),
+    outputs: outs.map((o) => valueFor(o.h)),
   };
 }
