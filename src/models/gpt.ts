@@ -16,7 +16,8 @@ import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList }
 import { AdamW } from '../optim/index.ts';
 import { runBlocks } from '../utils/checkpoint.ts';
 import { GPT_ACTIVATIONS, GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
-import { fromGpt2Keys, gpt2Config, gpt2ConfigJson, gpt2WeightFiles, toGpt2Keys } from './hf-gpt2.ts';
+import { weightFiles } from './hf-files.ts';
+import { fromGpt2Keys, gpt2Config, gpt2ConfigJson, toGpt2Keys } from './hf-gpt2.ts';
 
 export { GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
 
@@ -216,7 +217,7 @@ export class GPT extends Module {
     const model = new GPT(config, opts);
     await t.tidyAsync(async () => {
       const hf: Record<string, t.Tensor> = {};
-      for (const file of gpt2WeightFiles(dir)) Object.assign(hf, await loadFile(file));
+      for (const file of weightFiles(dir)) Object.assign(hf, await loadFile(file));
       model.loadStateDict(fromGpt2Keys(hf, dir));
     });
     return model;

@@ -6,41 +6,16 @@
 // (absent in the hub's original gpt2 files), the causal-mask buffers older files keep
 // (`attn.bias`, `attn.masked_bias`) and the tied `lm_head.weight` are handled; a setting
 // tsddp's GPT cannot honour is refused by name rather than dropped.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as t from '../core/index.ts';
-import { TsddpError } from '../errors/index.ts';
 import { GPT_ACTIVATIONS, type GPTConfig, type GptActivation } from './gpt-config.ts';
-
-/** A Hugging Face folder tsddp cannot read, or a model it cannot write as one; names the file and field. */
-export class PretrainedError extends TsddpError {
-  override name = 'PretrainedError';
-  readonly code = 'PRETRAINED';
-}
+import { type Json, PretrainedError, readJson } from './hf-files.ts';
 
 /** Linear layers HF stores as Conv1D ([in, out]). */
 const CONV1D = ['attn.c_attn.weight', 'attn.c_proj.weight', 'mlp.c_fc.weight', 'mlp.c_proj.weight'];
 const isConv1d = (key: string): boolean => CONV1D.some((s) => key.endsWith(s));
 /** Buffers (the causal mask) that older GPT-2 files hold and tsddp's attention does not need. */
 const isMaskBuffer = (key: string): boolean => /\.attn\.(masked_)?bias$/.test(key);
-
-type Json = Record<string, unknown>;
-
-function readJson(file: string): Json {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new PretrainedError(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? e})`);
-  }
-  try {
-    const v = JSON.parse(text);
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
-    return v as Json;
-  } catch (e) {
-    throw new PretrainedError(`${file}: not a JSON object (${(e as Error).message})`);
-  }
-}
 
 /** GPTConfig from a GPT2Config's config.json; refuses what the model cannot honour. */
 export function gpt2Config(file: string): GPTConfig {
@@ -84,25 +59,6 @@ export function gpt2Config(file: string): GPTConfig {
     bias: true,
     activation,
   };
-}
-
-/** The weight files of a folder: model.safetensors, or those a model.safetensors.index.json maps. */
-export function gpt2WeightFiles(dir: string): string[] {
-  const index = join(dir, 'model.safetensors.index.json');
-  let map: unknown;
-  try {
-    map = readJson(index).weight_map;
-  } catch (e) {
-    if (e instanceof PretrainedError && /cannot be read \(ENOENT\)/.test(e.message))
-      return [join(dir, 'model.safetensors')];
-    throw e;
-  }
-  if (typeof map !== 'object' || map === null) throw new PretrainedError(`${index}: no weight_map object`);
-  const files = [...new Set(Object.values(map as Json))];
-  for (const f of files)
-    if (typeof f !== 'string' || f.includes('/') || f.startsWith('.'))
-      throw new PretrainedError(`${index}: weight_map names ${JSON.stringify(f)}, not a file of the folder`);
-  return (files as string[]).map((f) => join(dir, f));
 }
 
 /**

@@ -15,7 +15,7 @@ export {
   MLP,
   NewGELU,
 } from './gpt.ts';
-export { PretrainedError } from './hf-gpt2.ts';
+export { PretrainedError } from './hf-files.ts';
 export {
   BasicBlock,
   Bottleneck,

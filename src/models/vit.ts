@@ -4,8 +4,12 @@
 // construction order (a seeded model draws the same random numbers) and torchvision's
 // initialisation. Module properties carry torchvision's snake_case names because Module
 // registers a Module property under its own name (see nn/module.ts).
+
+import { join } from 'node:path';
 import { noGrad } from '../autograd/index.ts';
+import { saveFile } from '../checkpoint/safetensors.ts';
 import * as t from '../core/index.ts';
+import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import {
   Conv2d,
   Dropout,
@@ -20,6 +24,8 @@ import {
   Tanh,
 } from '../nn/index.ts';
 import { runBlocks } from '../utils/checkpoint.ts';
+import { PretrainedError } from './hf-files.ts';
+import { readVitWeights, toVitKeys, vitConfig, vitConfigJson } from './hf-vit.ts';
 
 /** Options every ViT factory accepts (torchvision's **kwargs that do not change the architecture family). */
 export interface ViTOptions {
@@ -37,6 +43,8 @@ export interface ViTOptions {
   device?: t.DeviceLike;
   /** Recompute each encoder block's activations in backward instead of keeping them (t.utils.checkpoint). Default false. */
   activationCheckpointing?: boolean;
+  /** The LayerNorms' epsilon: torchvision's 1e-6 by default (Hugging Face's ViTs use 1e-12). */
+  layerNormEps?: number;
 }
 
 /** Any ViT: the architecture (patch size, depth, width) and the ViTOptions. */
@@ -55,9 +63,9 @@ interface Factory {
   device?: t.DeviceLike;
 }
 
-/** LayerNorm with eps 1e-6, torchvision's ViT norm_layer. */
-function norm(dim: number, f: Factory): LayerNorm {
-  return new LayerNorm(dim, { eps: 1e-6, ...f });
+/** LayerNorm with eps 1e-6 by default, torchvision's ViT norm_layer. */
+function norm(dim: number, f: Factory, eps = 1e-6): LayerNorm {
+  return new LayerNorm(dim, { eps, ...f });
 }
 
 /**
@@ -120,16 +128,17 @@ export class EncoderBlock extends Module {
     dropout: number,
     attentionDropout: number,
     f: Factory = {},
+    normEps = 1e-6,
   ) {
     super();
     this.numHeads = numHeads;
-    this.ln_1 = this.registerModule('ln_1', norm(hiddenDim, f));
+    this.ln_1 = this.registerModule('ln_1', norm(hiddenDim, f, normEps));
     this.self_attention = this.registerModule(
       'self_attention',
       new MultiheadAttention(hiddenDim, numHeads, { dropout: attentionDropout, batchFirst: true, ...f }),
     );
     this.dropout = this.registerModule('dropout', new Dropout(dropout));
-    this.ln_2 = this.registerModule('ln_2', norm(hiddenDim, f));
+    this.ln_2 = this.registerModule('ln_2', norm(hiddenDim, f, normEps));
     this.mlp = this.registerModule('mlp', new MLPBlock(hiddenDim, mlpDim, dropout, f));
   }
 
@@ -162,6 +171,7 @@ export class Encoder extends Module {
     dropout: number,
     attentionDropout: number,
     f: Factory = {},
+    normEps = 1e-6,
   ) {
     super();
     // N(0, 0.02²), from BERT, drawn here as torchvision does (before the blocks).
@@ -172,11 +182,11 @@ export class Encoder extends Module {
     for (let i = 0; i < numLayers; i++) {
       layers.set(
         `encoder_layer_${i}`,
-        new EncoderBlock(numHeads, hiddenDim, mlpDim, dropout, attentionDropout, f),
+        new EncoderBlock(numHeads, hiddenDim, mlpDim, dropout, attentionDropout, f, normEps),
       );
     }
     this.layers = this.registerModule('layers', new Sequential(layers));
-    this.ln = this.registerModule('ln', norm(hiddenDim, f));
+    this.ln = this.registerModule('ln', norm(hiddenDim, f, normEps));
   }
 
   override forward(input: t.Tensor): t.Tensor {
@@ -198,6 +208,11 @@ export class VisionTransformer extends Module {
   readonly mlpDim: number;
   readonly numClasses: number;
   readonly representationSize: number | null;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly dropout: number;
+  readonly attentionDropout: number;
+  readonly layerNormEps: number;
   /** Patches plus the class token. */
   readonly seqLength: number;
   readonly conv_proj: Conv2d;
@@ -221,6 +236,11 @@ export class VisionTransformer extends Module {
     this.mlpDim = c.mlpDim;
     this.numClasses = c.numClasses ?? 1000;
     this.representationSize = c.representationSize ?? null;
+    this.numLayers = c.numLayers;
+    this.numHeads = c.numHeads;
+    this.dropout = dropout;
+    this.attentionDropout = c.attentionDropout ?? 0;
+    this.layerNormEps = c.layerNormEps ?? 1e-6;
 
     const p = c.patchSize;
     this.conv_proj = this.registerModule('conv_proj', new Conv2d(3, c.hiddenDim, p, { stride: p, ...f }));
@@ -237,6 +257,7 @@ export class VisionTransformer extends Module {
         dropout,
         c.attentionDropout ?? 0,
         f,
+        c.layerNormEps ?? 1e-6,
       ),
     );
     this.encoder.activationCheckpointing = c.activationCheckpointing ?? false;
@@ -284,6 +305,37 @@ export class VisionTransformer extends Module {
 
   set activationCheckpointing(on: boolean) {
     this.encoder.activationCheckpointing = on;
+  }
+
+  /**
+   * A ViT from a Hugging Face ViTForImageClassification folder on disk (config.json and
+   * model.safetensors, or a sharded index), mapped onto torchvision's layout (hf-vit.ts):
+   * its logits are transformers' on the same folder. `opts`: ViTOptions other than the
+   * architecture, which the folder gives (device, activationCheckpointing).
+   */
+  static async fromPretrained(
+    dir: string,
+    opts: Pick<ViTOptions, 'device' | 'activationCheckpointing'> = {},
+  ): Promise<VisionTransformer> {
+    const c = vitConfig(join(dir, 'config.json'));
+    const model = new VisionTransformer({ ...c, ...opts });
+    await t.tidyAsync(async () => model.loadStateDict(await readVitWeights(dir, c.numLayers)));
+    return model;
+  }
+
+  /** Writes this model as a ViTForImageClassification folder that transformers loads. */
+  async savePretrained(dir: string): Promise<void> {
+    if (this.representationSize !== null)
+      throw new PretrainedError(
+        `savePretrained: a ViT with representationSize ${this.representationSize} (a pre-logits layer) has no Hugging Face layout`,
+      );
+    const config = vitConfigJson(this);
+    ensureSafeDir(dir, 'savePretrained folder');
+    await t.tidyAsync(async () => {
+      const tensors = toVitKeys(this.stateDict(), this.numLayers);
+      await saveFile(tensors, join(dir, 'model.safetensors'), { metadata: { format: 'pt' } });
+    });
+    writeFileAtomicSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   }
 
   override forward(x: t.Tensor): t.Tensor {
