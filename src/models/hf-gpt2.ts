@@ -6,7 +6,6 @@
 // (absent in the hub's original gpt2 files), the causal-mask buffers older files keep
 // (`attn.bias`, `attn.masked_bias`) and the tied `lm_head.weight` are handled; a setting
 // tsddp's GPT cannot honour is refused by name rather than dropped.
-import { join } from 'node:path';
 import type * as t from '../core/index.ts';
 import { GPT_ACTIVATIONS, type GPTConfig, type GptActivation } from './gpt-config.ts';
 import { type Json, PretrainedError, readJson } from './hf-files.ts';

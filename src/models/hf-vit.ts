@@ -5,7 +5,6 @@
 // and after attention, separate query/key/value projections (torchvision's MultiheadAttention
 // holds them stacked in in_proj) and the MLP; a final LayerNorm and the classifier on the
 // class token. What torchvision's layout cannot hold is refused by name.
-import { join } from 'node:path';
 import { loadFile } from '../checkpoint/safetensors.ts';
 import * as t from '../core/index.ts';
 import { PretrainedError, readJson, weightFiles } from './hf-files.ts';
