@@ -124,6 +124,11 @@ test('npm install builds the addons and a 2-rank DDP script runs with npx tsrun 
   let records = 0;
   for (let at = 0; at < bytes.length; at += 16 + Number(bytes.readBigUInt64LE(at))) records++;
   assert.equal(records, 1 + ranks[0].losses.length);
+  // ONNX: a ModelProto whose producer is tsddp (field 2, "tsddp"); Hugging Face: the GPT-2
+  // folder written and read back.
+  assert.ok(readFileSync(`${prefix}.onnx`).includes(Buffer.from('tsddp')));
+  const gpt = JSON.parse(readFileSync(`${prefix}.gpt2.json`, 'utf8'));
+  assert.deepEqual([gpt.nLayer, gpt.nEmbd, gpt.vocabSize], [1, 8, 16]);
 });
 
 test('npx tsddp bench --reference runs the PyTorch side from the installed package', (t) => {

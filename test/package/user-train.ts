@@ -45,4 +45,15 @@ for (let epoch = 0; epoch < 2; epoch++) {
 const checksum = t.noGrad(() => model.parameters().reduce((s, p) => s + p.double().abs().sum().item(), 0));
 writeFileSync(`${process.env.RESULT_PREFIX}.rank${rank}.json`, JSON.stringify({ losses, checksum }));
 board?.close();
+if (rank === 0) {
+  // The other doors from the installed package: ONNX out, and a Hugging Face GPT-2 folder
+  // out and back in.
+  t.onnx.export(model, t.randn([1, 3, 32, 32]), `${process.env.RESULT_PREFIX}.onnx`, {
+    dynamicAxes: { input: { 0: 'batch' } },
+  });
+  const gpt = t.models.gpt({ nLayer: 1, nHead: 2, nEmbd: 8, vocabSize: 16, blockSize: 8 });
+  await gpt.savePretrained(`${process.env.RESULT_PREFIX}.gpt2`);
+  const back = await t.models.GPT.fromPretrained(`${process.env.RESULT_PREFIX}.gpt2`);
+  writeFileSync(`${process.env.RESULT_PREFIX}.gpt2.json`, JSON.stringify(back.config));
+}
 t.distributed.destroyProcessGroup();
