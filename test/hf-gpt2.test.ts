@@ -8,43 +8,22 @@
 // TSDDP_FIXTURES=stored forces the committed folders (test/helpers/live-fixture.ts).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
 import * as t from '../src/index.ts';
+import { hfFixture, PYTHON, transformersMissing, withConfig } from './helpers/hf-fixture.ts';
 
 const { GPT, PretrainedError } = t.models;
-const PYTHON = join(REPO_ROOT, '.venv', 'bin', 'python');
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-hf-gpt2-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 /** Whether .venv's python has transformers and the torch tsddp is built against. */
-function transformersHere(): string | null {
-  if (process.env.TSDDP_FIXTURES === 'stored') return 'TSDDP_FIXTURES=stored';
-  const r = spawnSync(PYTHON, ['-c', 'import torch, transformers; print(torch.__version__.split("+")[0])'], {
-    encoding: 'utf8',
-  });
-  if (r.status !== 0) return `${PYTHON} cannot import torch and transformers`;
-  const ours = t.buildInfo().torchVersion;
-  return r.stdout.trim() === ours ? null : `.venv's torch is ${r.stdout.trim()}, tsddp's ${ours}`;
-}
-const missing = transformersHere();
+const missing = transformersMissing();
 const live = missing === null;
-
-function fixtureFolder(): string {
-  if (!live) {
-    console.log(`hf/gpt2: the committed folders (${missing})`);
-    return join(REPO_ROOT, 'test/fixtures/hf/gpt2');
-  }
-  const out = join(tmp, 'fixture');
-  const r = spawnSync(PYTHON, [join(REPO_ROOT, 'test/fixtures/hf/gpt2.py'), out], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  console.log("hf/gpt2: generated live by .venv's transformers");
-  return out;
-}
-const FIXTURE = fixtureFolder();
+const FIXTURE = hfFixture('gpt2', tmp, missing);
 
 function assertLogits(actual: t.Tensor, expected: t.Tensor, what: string, exact: boolean): void {
   assert.deepEqual(actual.shape, expected.shape, what);
@@ -114,14 +93,8 @@ test('savePretrained: a folder fromPretrained reads back exactly, and transforme
 });
 
 test('what GPT cannot honour is a PretrainedError naming the file and the field', async () => {
-  const edit = (name: string, change: (c: Record<string, unknown>) => void): string => {
-    const dir = join(tmp, name);
-    cpSync(join(FIXTURE, 'single'), dir, { recursive: true });
-    const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    change(c);
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(c));
-    return dir;
-  };
+  const edit = (name: string, change: (c: Record<string, unknown>) => void): string =>
+    withConfig(join(FIXTURE, 'single'), join(tmp, name), change);
   const refused = async (dir: string, pattern: RegExp): Promise<void> => {
     await assert.rejects(
       GPT.fromPretrained(dir),

@@ -7,42 +7,21 @@
 // committed folder (test/helpers/live-fixture.ts).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
 import * as t from '../src/index.ts';
+import { hfFixture, PYTHON, transformersMissing, withConfig } from './helpers/hf-fixture.ts';
 
 const { VisionTransformer, PretrainedError } = t.models;
-const PYTHON = join(REPO_ROOT, '.venv', 'bin', 'python');
 const SCRIPT = join(REPO_ROOT, 'test/fixtures/hf/vit.py');
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-hf-vit-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function transformersHere(): string | null {
-  if (process.env.TSDDP_FIXTURES === 'stored') return 'TSDDP_FIXTURES=stored';
-  const r = spawnSync(PYTHON, ['-c', 'import torch, transformers; print(torch.__version__.split("+")[0])'], {
-    encoding: 'utf8',
-  });
-  if (r.status !== 0) return `${PYTHON} cannot import torch and transformers`;
-  const ours = t.buildInfo().torchVersion;
-  return r.stdout.trim() === ours ? null : `.venv's torch is ${r.stdout.trim()}, tsddp's ${ours}`;
-}
-const missing = transformersHere();
-
-function fixtureFolder(): string {
-  if (missing !== null) {
-    console.log(`hf/vit: the committed folder (${missing})`);
-    return join(REPO_ROOT, 'test/fixtures/hf/vit');
-  }
-  const out = join(tmp, 'fixture');
-  const r = spawnSync(PYTHON, [SCRIPT, out], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  console.log("hf/vit: generated live by .venv's transformers");
-  return out;
-}
-const FIXTURE = fixtureFolder();
+const missing = transformersMissing();
+const FIXTURE = hfFixture('vit', tmp, missing);
 
 function assertLogits(actual: t.Tensor, expected: t.Tensor, what: string): void {
   assert.deepEqual(actual.shape, expected.shape, what);
@@ -106,14 +85,8 @@ test('savePretrained: fromPretrained reads it back exactly, and transformers loa
 });
 
 test('what the ViT cannot honour is a PretrainedError naming the file and the field', async () => {
-  const edit = (name: string, change: (c: Record<string, unknown>) => void): string => {
-    const dir = join(tmp, name);
-    cpSync(join(FIXTURE, 'model'), dir, { recursive: true });
-    const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    change(c);
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(c));
-    return dir;
-  };
+  const edit = (name: string, change: (c: Record<string, unknown>) => void): string =>
+    withConfig(join(FIXTURE, 'model'), join(tmp, name), change);
   const refused = async (dir: string, pattern: RegExp): Promise<void> => {
     await assert.rejects(
       VisionTransformer.fromPretrained(dir),

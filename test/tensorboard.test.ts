@@ -6,14 +6,14 @@
 // framing, both CRCs checked, and the errors and file handling are tested.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
 import * as t from '../src/index.ts';
 import { train } from '../src/train/index.ts';
-import { messageType } from '../src/utils/tensorboard/schema.ts';
+import { eventFiles, readEvents, scalars } from './helpers/tensorboard-events.ts';
 import { TINY_TRAIN } from './helpers/tiny-train.ts';
 
 const { SummaryWriter, TensorBoardError, crc32, crc32c, maskedCrc32c } = t.utils.tensorboard;
@@ -43,34 +43,6 @@ function scenario(w: InstanceType<typeof SummaryWriter>): void {
   w.addImages('batch', t.arange(160, { dtype: 'float32' }).reshape([10, 1, 4, 4]).div(159), 2);
   w.addText('note', 'hello **world**', 2);
   w.addHparams({ lr: 0.1, opt: 'sgd', layers: 4 }, { 'hparam/acc': 0.9 }, { runName: 'hp' });
-}
-
-const EVENT = messageType('tensorboard.Event');
-type Event = Record<string, unknown> & {
-  step?: number;
-  wall_time: number;
-  summary?: { value: Record<string, unknown>[] };
-};
-
-/** The events of one file, each record's length and data CRC checked. */
-function readEvents(file: string): Event[] {
-  const buf = readFileSync(file);
-  const events: Event[] = [];
-  for (let at = 0; at < buf.length; ) {
-    const len = Number(buf.readBigUInt64LE(at));
-    assert.equal(buf.readUInt32LE(at + 8), maskedCrc32c(buf.subarray(at, at + 8)), `length CRC at ${at}`);
-    const data = buf.subarray(at + 12, at + 12 + len);
-    assert.equal(buf.readUInt32LE(at + 12 + len), maskedCrc32c(data), `data CRC at ${at}`);
-    events.push(EVENT.toObject(EVENT.decode(data), { longs: Number, bytes: Buffer, enums: String }) as Event);
-    at += 16 + len;
-  }
-  return events;
-}
-
-function eventFiles(dir: string): string[] {
-  return readdirSync(dir)
-    .filter((f) => f.startsWith('events.out.tfevents.'))
-    .map((f) => join(dir, f));
 }
 
 const tensorboard =
@@ -147,8 +119,8 @@ test("the files: TensorBoard's names, the version event first, every record fram
   );
   const text = events.find((e) => e.summary?.value[0].tag === 'note/text_summary');
   assert.equal(text?.step, 2);
-  const scalars = readEvents(eventFiles(join(dir, 'acc_val'))[0]);
-  assert.deepEqual(scalars[1].summary?.value[0], { tag: 'acc', simple_value: 0.25 });
+  const series = readEvents(eventFiles(join(dir, 'acc_val'))[0]);
+  assert.deepEqual(series[1].summary?.value[0], { tag: 'acc', simple_value: 0.25 });
 });
 
 test('an image is a PNG of the pixels PyTorch would make: sharp decodes it', async () => {
@@ -255,10 +227,6 @@ test('tsddp train --tensorboard: the last step of each log interval and every ev
   };
   await train({ ...cfg, maxSteps: 6 }, { progress: false });
   const [first] = eventFiles(tb);
-  const scalars = (events: Event[], tag: string): [number, number][] =>
-    events
-      .filter((e) => e.summary?.value[0].tag === tag)
-      .map((e) => [e.step ?? 0, e.summary?.value[0].simple_value as number]);
   const events = readEvents(first);
   const records = readFileSync(cfg.metricsFile, 'utf8')
     .trim()

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readJsonLines, type StepRecord } from '../src/metrics/index.ts';
 import type { TrainConfigInput, TrainResult } from '../src/train/index.ts';
+import { eventFiles, readEvents, scalars } from './helpers/tensorboard-events.ts';
 import { ROOT } from './workers/train-spawn.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-train-resume-'));
@@ -146,6 +147,8 @@ test('tsddp train --nproc-per-node 2 launches the workers and merges their metri
     '1',
     '--metrics-file',
     metrics,
+    '--tensorboard',
+    join(tmp, 'cli-tb'),
     // More of the recipe's switches, on the real path.
     '--channels-last',
     '--comm-hook',
@@ -170,6 +173,19 @@ test('tsddp train --nproc-per-node 2 launches the workers and merges their metri
     [1, 2, 3, 4, 5, 6].flatMap((s) => [`${s}:0`, `${s}:1`]),
   );
   assert.equal(recs.filter((x) => x.type === 'eval').length, 4); // after epoch 1 and at the stop, on both ranks
+  // --tensorboard: rank 0's one event file, with DDP's communication time beside the loss.
+  const [board] = eventFiles(join(tmp, 'cli-tb'));
+  const events = readEvents(board);
+  const loss = scalars(events, 'train/loss');
+  assert.ok(loss.length > 0 && loss.every(([step]) => step >= 1 && step <= 6), JSON.stringify(loss));
+  assert.deepEqual(
+    scalars(events, 'comm/allreduce_ms').map(([step]) => step),
+    loss.map(([step]) => step),
+  );
+  assert.deepEqual(
+    scalars(events, 'eval/top1').map(([step]) => step),
+    recs.filter((x) => x.type === 'eval' && x.rank === 0).map((x) => x.step),
+  );
 });
 
 /** The worker processes under `launcher` (its children), with their RANK. */

@@ -8,20 +8,24 @@
 import { loadFile } from '../checkpoint/safetensors.ts';
 import * as t from '../core/index.ts';
 import { PretrainedError, readJson, weightFiles } from './hf-files.ts';
+import type { VisionTransformerConfig } from './vit-config.ts';
 
-/** The fields of VisionTransformerConfig a ViTConfig gives. */
-export interface HfVitConfig {
-  imageSize: number;
-  patchSize: number;
-  numLayers: number;
-  numHeads: number;
-  hiddenDim: number;
-  mlpDim: number;
-  numClasses: number;
-  dropout: number;
-  attentionDropout: number;
-  layerNormEps: number;
-}
+/** The fields of VisionTransformerConfig a ViTConfig gives (all of them set). */
+export type HfVitConfig = Required<
+  Pick<
+    VisionTransformerConfig,
+    | 'imageSize'
+    | 'patchSize'
+    | 'numLayers'
+    | 'numHeads'
+    | 'hiddenDim'
+    | 'mlpDim'
+    | 'numClasses'
+    | 'dropout'
+    | 'attentionDropout'
+    | 'layerNormEps'
+  >
+>;
 
 /** VisionTransformerConfig's fields from a ViTConfig's config.json. */
 export function vitConfig(file: string): HfVitConfig {
