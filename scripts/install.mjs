@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The installed package's build step: npm runs it on `npm install tsddp` (the `install`
 // script), and `npx tsddp setup` runs it by hand (after `npm install --ignore-scripts`, or
-// to rebuild). It finds libtorch — LIBTORCH, else torch >= 2.4 importable from python3,
-// else the official torch wheel pip-installed once into a per-user cache shared by every
+// to rebuild). It finds libtorch — LIBTORCH, else a torch >= 2.4 the user already has (the
+// project's .venv or venv, $VIRTUAL_ENV, $CONDA_PREFIX, python3, `pip show torch`), else
+// the official torch wheel pip-installed once into a per-user cache shared by every
 // project (~/.cache/tsddp/torch-<version>) — and builds both addons with cmake-js. It
 // never runs apt-get unless given --install-system-deps: a missing compiler, cmake or
 // header is one message naming the Debian/Ubuntu packages to install.
@@ -56,7 +57,14 @@ function main() {
   step = 'libtorch';
   const version = process.env.TSDDP_TORCH_VERSION || DEFAULT_TORCH_VERSION;
   const venv = join(cacheDir(), `torch-${version}`);
-  const torch = findTorch({ stamp: readStamp(ROOT), venv, venvSource: 'cache', log, allowApt: SYSTEM_DEPS });
+  const torch = findTorch({
+    stamp: readStamp(ROOT),
+    venv,
+    venvSource: 'cache',
+    log,
+    allowApt: SYSTEM_DEPS,
+    userEnvs: true,
+  });
   validateTorch(torch);
   log(`torch ${torch.version} from ${torch.source} (${torch.dir})`);
   step = 'build';

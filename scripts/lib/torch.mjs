@@ -1,7 +1,10 @@
 // Finds the libtorch that the addons are built against (docs/architecture.md §3): LIBTORCH
-// (a libtorch or torch package folder) wins; else an importable torch >= 2.4 from python3;
-// else the official torch wheel, pip-installed once into a virtual environment (the
-// checkout's .venv for scripts/setup.mjs, a per-user cache for the installed package).
+// (a libtorch or torch package folder) wins; else, for the installed package, a torch
+// >= 2.4 in the Python environments the user already has (the project's .venv or venv,
+// $VIRTUAL_ENV, $CONDA_PREFIX, then python3, then where `pip show torch` says); for the
+// checkout, python3's; else the official torch wheel, pip-installed once into a virtual
+// environment (the checkout's .venv for scripts/setup.mjs, a per-user cache for the
+// installed package).
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { torchFolderVersion } from '../../src/core/torch-version.mjs';
@@ -32,6 +35,37 @@ export function probePython(python) {
 }
 
 /**
+ * The Python environments a user may already have torch in, in the order they are tried:
+ * the project's own (.venv, venv: npm runs install scripts with INIT_CWD, the folder
+ * `npm install` ran in), the active virtual environment, the active conda environment,
+ * then python3 on PATH. Each is { python, source }.
+ */
+export function userPythons(env = process.env) {
+  const out = [];
+  if (env.INIT_CWD)
+    for (const d of ['.venv', 'venv'])
+      out.push({ python: join(env.INIT_CWD, d, 'bin', 'python'), source: `the project's ${d}` });
+  if (env.VIRTUAL_ENV) out.push({ python: join(env.VIRTUAL_ENV, 'bin', 'python'), source: '$VIRTUAL_ENV' });
+  if (env.CONDA_PREFIX)
+    out.push({ python: join(env.CONDA_PREFIX, 'bin', 'python'), source: '$CONDA_PREFIX' });
+  out.push({ python: 'python3', source: 'python3' });
+  return out;
+}
+
+/** torch where `pip show torch` (pip3, then pip) says it is installed, or undefined. */
+export function pipShowTorch() {
+  for (const pip of ['pip3', 'pip']) {
+    const r = capture(pip, ['show', 'torch']);
+    const location = r.ok ? /^Location: (.+)$/m.exec(r.out)?.[1]?.trim() : undefined;
+    if (location === undefined) continue;
+    const dir = join(location, 'torch');
+    const version = existsSync(join(dir, 'include', 'torch')) ? torchFolderVersion(dir) : undefined;
+    if (version) return { dir, version, cxx11Abi: folderAbi(dir) };
+  }
+  return undefined;
+}
+
+/**
  * pip install torch==version into the virtual environment `venv` (created if missing).
  * `allowApt`: may install python3-venv with apt-get (root) when venv lacks ensurepip.
  */
@@ -59,7 +93,7 @@ export function pipInstallTorch(venv, log, allowApt) {
  * The torch to build against: { dir, version, cxx11Abi, source }. `stamp` is the previous
  * build's record (reused so python is not spawned again), `venv` the pip fallback's folder.
  */
-export function findTorch({ stamp, venv, venvSource, log, allowApt = false }) {
+export function findTorch({ stamp, venv, venvSource, log, allowApt = false, userEnvs = false }) {
   if (process.env.LIBTORCH) {
     const dir = resolve(process.env.LIBTORCH);
     return { dir, version: torchFolderVersion(dir), source: 'LIBTORCH', cxx11Abi: folderAbi(dir) };
@@ -70,9 +104,17 @@ export function findTorch({ stamp, venv, venvSource, log, allowApt = false }) {
     const version = torchFolderVersion(stamp.torchDir) ?? stamp.torchVersion;
     return { dir: stamp.torchDir, version, source: stamp.torchSource, cxx11Abi: stamp.cxx11Abi };
   }
-  const sys = probePython('python3');
-  if (sys && atLeastMin(sys.version)) return { ...sys, source: 'python3' };
-  if (sys) log(`python3 has torch ${sys.version} (< ${MIN_TORCH.join('.')}), not using it`);
+  const pythons = userEnvs ? userPythons() : [{ python: 'python3', source: 'python3' }];
+  for (const { python, source } of pythons) {
+    if (python !== 'python3' && !existsSync(python)) continue; // no such environment: nothing to spawn
+    const found = probePython(python);
+    if (found && atLeastMin(found.version)) return { ...found, source };
+    if (found) log(`${source} has torch ${found.version} (< ${MIN_TORCH.join('.')}), not using it`);
+  }
+  if (userEnvs) {
+    const shown = pipShowTorch();
+    if (shown && atLeastMin(shown.version)) return { ...shown, source: 'pip show torch' };
+  }
   const cached = probePython(join(venv, 'bin', 'python'));
   if (cached && atLeastMin(cached.version)) return { ...cached, source: venvSource };
   return { ...pipInstallTorch(venv, log, allowApt), source: venvSource };
