@@ -10,7 +10,7 @@
 //   node scripts/install.mjs [--rebuild] [--install-system-deps]
 // Env: LIBTORCH, GLOO_INCLUDE_DIR, TSDDP_TORCH_VERSION, TORCH_CXX11_ABI (as for
 // scripts/setup.mjs), TSDDP_CACHE_DIR (default $XDG_CACHE_HOME/tsddp or ~/.cache/tsddp).
-import { existsSync } from 'node:fs';
+import { existsSync, openSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,29 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const REBUILD = args.includes('--rebuild');
 const SYSTEM_DEPS = args.includes('--install-system-deps');
-const log = (msg) => console.log(`tsddp install: ${msg}`);
+// npm (7 and later) runs install scripts with their output captured, and shows it only
+// when they fail (or with --foreground-scripts): the progress lines also go to the
+// terminal npm runs in, when there is one, so a user sees what the install is doing.
+function terminal() {
+  if (process.env.npm_lifecycle_event !== 'install' || process.stdout.isTTY) return null;
+  try {
+    return openSync('/dev/tty', 'w');
+  } catch {
+    return null; // no terminal (CI, a container build): the captured output is all there is
+  }
+}
+const tty = terminal();
+const log = (msg) => {
+  const line = `tsddp install: ${msg}`;
+  console.log(line);
+  if (tty !== null)
+    try {
+      writeSync(tty, `${line}\n`);
+    } catch {
+      // the terminal went away: the captured output still has the line
+    }
+};
+const started = Date.now();
 let step = 'start';
 
 /** The per-user cache that holds the pip-installed torch, shared by all projects. */
@@ -51,13 +73,13 @@ function checkSystemDeps(glooRoot) {
   );
 }
 
-function main() {
+async function main() {
   // In a checkout, npm ci runs this too: scripts/setup.mjs builds there.
   if (process.env.npm_lifecycle_event === 'install' && existsSync(join(ROOT, 'src', 'index.ts'))) return;
   step = 'libtorch';
   const version = process.env.TSDDP_TORCH_VERSION || DEFAULT_TORCH_VERSION;
   const venv = join(cacheDir(), `torch-${version}`);
-  const torch = findTorch({
+  const torch = await findTorch({
     stamp: readStamp(ROOT),
     venv,
     venvSource: 'cache',
@@ -75,10 +97,14 @@ function main() {
   };
   const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log, beforeBuild });
   if (!built) log('the addons are up to date');
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  log(
+    `done in ${seconds} s: torch ${torch.version} from ${torch.source}; addons ${built ? 'built' : 'up to date'}`,
+  );
 }
 
 try {
-  main();
+  await main();
 } catch (e) {
   console.error(`tsddp install: FAILED at step "${step}": ${e instanceof SetupError ? e.message : e.stack}`);
   process.exit(1);

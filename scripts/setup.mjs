@@ -105,10 +105,16 @@ function ensureOracles(torch) {
   }
 }
 
-function main() {
+async function main() {
   const stamp = readStamp(ROOT);
   step = 'libtorch';
-  const torch = findTorch({ stamp, venv: join(ROOT, '.venv'), venvSource: '.venv', log, allowApt: true });
+  const torch = await findTorch({
+    stamp,
+    venv: join(ROOT, '.venv'),
+    venvSource: '.venv',
+    log,
+    allowApt: true,
+  });
   validateTorch(torch);
   const same = ['Dir', 'Version', 'Source'].every((k) => stamp[`torch${k}`] === torch[k.toLowerCase()]);
   if (!same)
@@ -127,7 +133,7 @@ function main() {
 }
 
 try {
-  main();
+  await main();
 } catch (e) {
   console.error(`tsddp setup: FAILED at step "${step}": ${e instanceof SetupError ? e.message : e.stack}`);
   process.exit(1);

@@ -8,8 +8,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, afterEach, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 // @ts-expect-error: a plain ES module of the install scripts, without declarations
-import { findTorch } from '../scripts/lib/torch.mjs';
+import { downloadSize, findTorch } from '../scripts/lib/torch.mjs';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-install-torch-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -45,8 +46,8 @@ function isolatedPath(name: string, pipShows?: string): string {
   return [bin, '/usr/bin', '/bin'].join(delimiter);
 }
 
-const find = (logs: string[] = []) =>
-  findTorch({
+const find = async (logs: string[] = []) =>
+  await findTorch({
     stamp: {},
     venv: join(tmp, 'no-cache'),
     venvSource: 'cache',
@@ -54,7 +55,7 @@ const find = (logs: string[] = []) =>
     userEnvs: true,
   });
 
-test("the project's .venv comes first, then venv, $VIRTUAL_ENV and $CONDA_PREFIX", () => {
+test("the project's .venv comes first, then venv, $VIRTUAL_ENV and $CONDA_PREFIX", async () => {
   const project = join(tmp, 'project');
   env(join(project, '.venv'), '2.13.0+cpu');
   env(join(project, 'venv'), '2.12.0');
@@ -62,21 +63,21 @@ test("the project's .venv comes first, then venv, $VIRTUAL_ENV and $CONDA_PREFIX
   process.env.VIRTUAL_ENV = env(join(tmp, 'active'), '2.11.0');
   process.env.CONDA_PREFIX = env(join(tmp, 'conda'), '2.10.0');
   process.env.PATH = isolatedPath('p1');
-  let t = find();
+  let t = await find();
   assert.deepEqual(
     [t.source, t.version, t.dir],
     ["the project's .venv", '2.13.0+cpu', join(project, '.venv', 'torch')],
   );
   rmSync(join(project, '.venv'), { recursive: true });
-  assert.equal(find().source, "the project's venv");
+  assert.equal((await find()).source, "the project's venv");
   rmSync(join(project, 'venv'), { recursive: true });
-  assert.equal(find().source, '$VIRTUAL_ENV');
+  assert.equal((await find()).source, '$VIRTUAL_ENV');
   delete process.env.VIRTUAL_ENV;
-  t = find();
+  t = await find();
   assert.deepEqual([t.source, t.version], ['$CONDA_PREFIX', '2.10.0']);
 });
 
-test('an environment with a torch older than 2.4, or none, is passed over and said so', () => {
+test('an environment with a torch older than 2.4, or none, is passed over and said so', async () => {
   process.env.INIT_CWD = join(tmp, 'old');
   env(join(tmp, 'old', '.venv'), '2.1.0');
   env(join(tmp, 'old', 'venv'), null);
@@ -84,11 +85,11 @@ test('an environment with a torch older than 2.4, or none, is passed over and sa
   delete process.env.CONDA_PREFIX;
   process.env.PATH = isolatedPath('p2');
   const logs: string[] = [];
-  assert.equal(find(logs).source, '$VIRTUAL_ENV');
+  assert.equal((await find(logs)).source, '$VIRTUAL_ENV');
   assert.deepEqual(logs, ["the project's .venv has torch 2.1.0 (< 2.4), not using it"]);
 });
 
-test('with no Python that imports torch, the torch `pip show torch` points at is taken', () => {
+test('with no Python that imports torch, the torch `pip show torch` points at is taken', async () => {
   const site = join(tmp, 'site-packages');
   mkdirSync(join(site, 'torch', 'include', 'torch'), { recursive: true });
   writeFileSync(join(site, 'torch', 'version.py'), "__version__ = '2.13.0+cpu'\n");
@@ -96,6 +97,23 @@ test('with no Python that imports torch, the torch `pip show torch` points at is
   delete process.env.VIRTUAL_ENV;
   delete process.env.CONDA_PREFIX;
   process.env.PATH = isolatedPath('p3', site);
-  const t = find();
+  const t = await find();
   assert.deepEqual([t.source, t.dir, t.version], ['pip show torch', join(site, 'torch'), '2.13.0+cpu']);
+});
+
+test("the torch download's size is known before it starts: pip's dry-run report, each wheel measured", async () => {
+  const wheels = join(tmp, 'wheels');
+  mkdirSync(wheels, { recursive: true });
+  writeFileSync(join(wheels, 'torch.whl'), Buffer.alloc(3_000_000));
+  writeFileSync(join(wheels, 'sympy.whl'), Buffer.alloc(500_000));
+  const urls = ['torch.whl', 'sympy.whl'].map((w) => pathToFileURL(join(wheels, w)).href);
+  const report = JSON.stringify({ install: urls.map((url) => ({ download_info: { url } })) });
+  // A python whose pip writes that report where --report says.
+  const py = join(tmp, 'reporting', 'bin', 'python');
+  script(py, `while [ "$1" != "--report" ]; do shift; done; printf '%s' '${report}' > "$2"`);
+  assert.equal(await downloadSize(py, 'torch==2.13.0'), 3_500_000);
+  // A pip that cannot tell (no --report, an old pip): unknown, not an error.
+  const old = join(tmp, 'old-pip', 'bin', 'python');
+  script(old, 'exit 2');
+  assert.equal(await downloadSize(old, 'torch==2.13.0'), undefined);
 });

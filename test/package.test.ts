@@ -238,6 +238,7 @@ test('npx tsddp setup finds the addons up to date, and an addon built for anothe
   const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
   const { out } = ok('npx', ['tsddp', 'setup'], { env: { ...env, LIBTORCH: stamp.torchDir } });
   assert.match(out, /the addons are up to date/);
+  assert.match(out, /tsddp install: done in \d+ s: torch [\d.]+\S* from .+; addons up to date/);
 
   // As after `pip install -U torch` in the folder the addon links to: the stamp is what
   // the folder held at build time, so claiming another version there is the same fault.

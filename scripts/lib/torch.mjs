@@ -5,8 +5,10 @@
 // checkout, python3's; else the official torch wheel, pip-installed once into a virtual
 // environment (the checkout's .venv for scripts/setup.mjs, a per-user cache for the
 // installed package).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { torchFolderVersion } from '../../src/core/torch-version.mjs';
 import { aptInstall, capture, fail, isRoot, run } from './proc.mjs';
 
@@ -66,10 +68,51 @@ export function pipShowTorch() {
 }
 
 /**
+ * What `pip install spec` would download with `python`, in bytes: pip's dry-run report
+ * names every wheel; a local one is measured on disk, a remote one by its Content-Length.
+ * undefined when pip or the index cannot tell (the download then goes ahead unmeasured).
+ */
+export async function downloadSize(python, spec) {
+  const dir = mkdtempSync(join(tmpdir(), 'tsddp-pip-report-'));
+  try {
+    const report = join(dir, 'report.json');
+    const args = [
+      '-m',
+      'pip',
+      'install',
+      '--dry-run',
+      '--ignore-installed',
+      '--quiet',
+      '--report',
+      report,
+      spec,
+    ];
+    if (!capture(python, args).ok || !existsSync(report)) return undefined;
+    let total = 0;
+    for (const item of JSON.parse(readFileSync(report, 'utf8')).install ?? []) {
+      const url = item.download_info?.url;
+      if (typeof url !== 'string') return undefined;
+      if (url.startsWith('file:')) total += statSync(fileURLToPath(url)).size;
+      else {
+        const r = await fetch(url, { method: 'HEAD', redirect: 'follow' });
+        const n = Number(r.headers.get('content-length'));
+        if (!r.ok || !(n > 0)) return undefined;
+        total += n;
+      }
+    }
+    return total;
+  } catch {
+    return undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * pip install torch==version into the virtual environment `venv` (created if missing).
  * `allowApt`: may install python3-venv with apt-get (root) when venv lacks ensurepip.
  */
-export function pipInstallTorch(venv, log, allowApt) {
+export async function pipInstallTorch(venv, log, allowApt) {
   const version = process.env.TSDDP_TORCH_VERSION || DEFAULT_TORCH_VERSION;
   const py = join(venv, 'bin', 'python');
   if (!existsSync(py)) {
@@ -83,7 +126,9 @@ export function pipInstallTorch(venv, log, allowApt) {
       run('python3', ['-m', 'venv', venv]);
     }
   }
-  log(`pip install torch==${version} into ${venv} (one-time, a few minutes)`);
+  const bytes = await downloadSize(py, `torch==${version}`);
+  const size = bytes === undefined ? 'size unknown' : `${(bytes / 1e6).toFixed(0)} MB to download`;
+  log(`pip install torch==${version} into ${venv} (${size}; one-time, a few minutes)`);
   const quiet = process.env.CI ? ['--progress-bar', 'off'] : [];
   run(py, ['-m', 'pip', 'install', '--disable-pip-version-check', ...quiet, `torch==${version}`]);
   return probePython(py) ?? fail(`torch is still not importable from ${py} after pip install`);
@@ -93,7 +138,7 @@ export function pipInstallTorch(venv, log, allowApt) {
  * The torch to build against: { dir, version, cxx11Abi, source }. `stamp` is the previous
  * build's record (reused so python is not spawned again), `venv` the pip fallback's folder.
  */
-export function findTorch({ stamp, venv, venvSource, log, allowApt = false, userEnvs = false }) {
+export async function findTorch({ stamp, venv, venvSource, log, allowApt = false, userEnvs = false }) {
   if (process.env.LIBTORCH) {
     const dir = resolve(process.env.LIBTORCH);
     return { dir, version: torchFolderVersion(dir), source: 'LIBTORCH', cxx11Abi: folderAbi(dir) };
@@ -117,7 +162,7 @@ export function findTorch({ stamp, venv, venvSource, log, allowApt = false, user
   }
   const cached = probePython(join(venv, 'bin', 'python'));
   if (cached && atLeastMin(cached.version)) return { ...cached, source: venvSource };
-  return { ...pipInstallTorch(venv, log, allowApt), source: venvSource };
+  return { ...(await pipInstallTorch(venv, log, allowApt)), source: venvSource };
 }
 
 export function validateTorch(t) {
