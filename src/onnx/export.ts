@@ -202,6 +202,123 @@ export function exportModel(
   }
 }
 
+/** The traces of one export: the base, one per dynamic axis (with its change), all axes changed. */
+interface Traces {
+  base: Trace;
+  variants: { trace: Trace; delta: number }[];
+  all: Trace;
+  axes: Axis[];
+  /** Each dynamic axis's size in the base trace. */
+  sizes: number[];
+}
+
+/** Whether an aligned literal (a Sym, or a list of them) follows a dynamic axis. */
+const followsAxis = (v: unknown): boolean =>
+  Array.isArray(v) ? v.some(followsAxis) : typeof v === 'object' && v !== null && 'terms' in v;
+
+/** What converter `node` (the n-th) sees: its arguments aligned across the traces, by ONNX name. */
+function opContext(
+  b: GraphBuilder,
+  node: TracedNode,
+  n: number,
+  traces: Traces,
+  nameOf: (id: number) => string,
+): OpContext {
+  const { base, variants, all, axes, sizes } = traces;
+  const deltas = variants.map((v) => v.delta);
+  const aligned = node.args.map((a, i) =>
+    alignArg(
+      node,
+      i,
+      a,
+      variants.map((v) => v.trace.nodes[n].args[i]),
+      deltas,
+      all.nodes[n].args[i],
+      axes,
+      sizes,
+    ),
+  ) as TracedArg[];
+  const argValue = (i: number): number | null => {
+    const a = aligned[i];
+    return a !== undefined && 'value' in a ? a.value : null;
+  };
+  const literal = (i: number): unknown => {
+    const a = aligned[i];
+    return a !== undefined && 'literal' in a ? a.literal : undefined;
+  };
+  return {
+    b,
+    op: node.op,
+    input: (i) => {
+      const id = argValue(i);
+      if (id === null) throw new OnnxExportError(`${node.op}: argument ${i} is not a tensor`);
+      return nameOf(id);
+    },
+    optInput: (i) => {
+      const id = argValue(i);
+      return id === null ? null : nameOf(id);
+    },
+    inputs: (i) => {
+      const a = aligned[i];
+      if (a === undefined || !('values' in a))
+        throw new OnnxExportError(`${node.op}: argument ${i} is not a tensor list`);
+      return a.values.map((id) => nameOf(id as number));
+    },
+    shape: (i) => base.values[argValue(i) as number].shape,
+    dtype: (i) => base.values[argValue(i) as number].dtype,
+    lit: <T>(i: number, fallback?: T): T => {
+      const v = literal(i);
+      if (v === undefined || v === null) return fallback as T;
+      if (followsAxis(v))
+        throw new OnnxExportError(
+          `${node.op} argument ${node.schema.args[i]?.name}: follows a dynamic axis, which tsddp cannot export there`,
+        );
+      return v as T;
+    },
+    sym: (i, fallback) => {
+      const v = literal(i);
+      if ((v === undefined || v === null) && fallback !== undefined) return fallback;
+      return v as Sym;
+    },
+    syms: (i) => literal(i) as Sym[],
+    outputs: node.outputs.map((id) => nameOf(id)),
+    outShape: (k) => base.values[node.outputs[k]].shape,
+    outDtype: (k) => base.values[node.outputs[k]].dtype,
+  };
+}
+
+/** A graph input's or output's ValueInfoProto: `dimName(axis)` names a symbolic dimension. */
+function valueInfo(
+  name: string,
+  shape: number[],
+  dtype: string,
+  dimName: (axis: number) => string | undefined,
+) {
+  const dim = shape.map((s, a) => {
+    const param = dimName(a);
+    return param !== undefined ? { dim_param: param } : { dim_value: s };
+  });
+  return { name, type: { tensor_type: { elem_type: onnxDtype(dtype), shape: { dim } } } };
+}
+
+/** The graph outputs: an axis named in dynamicAxes, or one whose size changed in any trace, is symbolic. */
+function outputInfos(traces: Traces, outputNames: string[], opts: ExportOptions) {
+  const { base, variants, all } = traces;
+  return base.outputs.map((id, i) => {
+    const declared = opts.dynamicAxes?.[outputNames[i]];
+    const named = (a: number): string | undefined => {
+      if (Array.isArray(declared))
+        return declared.includes(a) ? `${outputNames[i]}_dynamic_axes_${a + 1}` : undefined;
+      if (declared?.[a] !== undefined) return declared[a];
+      const changes = [...variants.map((v) => v.trace), all].some(
+        (t) => t.values[t.outputs[i]].shape[a] !== base.values[id].shape[a],
+      );
+      return changes ? `${outputNames[i]}_dim_${a}` : undefined;
+    };
+    return valueInfo(outputNames[i], base.values[id].shape, base.values[id].dtype, named);
+  });
+}
+
 function build(
   base: Trace,
   variants: { trace: Trace; delta: number }[],
@@ -213,12 +330,12 @@ function build(
   opset: number,
 ): Uint8Array {
   const axes = dynamic.map((d) => d.axis);
-  const sizes = axes.map((a) => inputs[a.input].shape[a.axis]);
-  const deltas = variants.map((v) => v.delta);
+  const traces: Traces = { base, variants, all, axes, sizes: axes.map((a) => inputs[a.input].shape[a.axis]) };
   for (const t of [...variants.map((v) => v.trace), all])
     if (t.nodes.length !== base.nodes.length || t.nodes.some((n, i) => n.op !== base.nodes[i].op))
       throw new OnnxExportError('the ops the forward calls change with a dynamic axis (a branch on a size?)');
 
+  // Values are named on first use: a parameter or constant becomes an initializer then.
   const b = new GraphBuilder(inputNames);
   const names = new Map<number, string>();
   for (const [i, id] of base.inputs.entries()) names.set(id, inputNames[i]);
@@ -236,73 +353,11 @@ function build(
     names.set(id, name);
     return name;
   };
-
-  base.nodes.forEach((node, n) => {
+  for (const [n, node] of base.nodes.entries()) {
     const convert = CONVERTERS[node.op];
     if (convert === undefined) throw new OnnxExportError(`${node.op} has no ONNX mapping in tsddp (ops.ts)`);
-    const aligned = node.args.map((a, i) =>
-      alignArg(
-        node,
-        i,
-        a,
-        variants.map((v) => v.trace.nodes[n].args[i]),
-        deltas,
-        all.nodes[n].args[i],
-        axes,
-        sizes,
-      ),
-    ) as TracedArg[];
-    const argValue = (i: number): number | null => {
-      const a = aligned[i];
-      return a !== undefined && 'value' in a ? a.value : null;
-    };
-    const literal = (i: number): unknown => {
-      const a = aligned[i];
-      return a !== undefined && 'literal' in a ? a.literal : undefined;
-    };
-    const constantOnly = (v: unknown, i: number): unknown => {
-      if (JSON.stringify(v)?.includes('"terms"'))
-        throw new OnnxExportError(
-          `${node.op} argument ${node.schema.args[i]?.name}: follows a dynamic axis, which tsddp cannot export there`,
-        );
-      return v;
-    };
-    const ctx: OpContext = {
-      b,
-      op: node.op,
-      input: (i) => {
-        const id = argValue(i);
-        if (id === null) throw new OnnxExportError(`${node.op}: argument ${i} is not a tensor`);
-        return nameOf(id);
-      },
-      optInput: (i) => {
-        const id = argValue(i);
-        return id === null ? null : nameOf(id);
-      },
-      inputs: (i) => {
-        const a = aligned[i];
-        if (a === undefined || !('values' in a))
-          throw new OnnxExportError(`${node.op}: argument ${i} is not a tensor list`);
-        return a.values.map((id) => nameOf(id as number));
-      },
-      shape: (i) => base.values[argValue(i) as number].shape,
-      dtype: (i) => base.values[argValue(i) as number].dtype,
-      lit: <T>(i: number, fallback?: T): T => {
-        const v = literal(i);
-        return (v === undefined || v === null ? fallback : constantOnly(v, i)) as T;
-      },
-      sym: (i, fallback) => {
-        const v = literal(i);
-        if ((v === undefined || v === null) && fallback !== undefined) return fallback;
-        return v as Sym;
-      },
-      syms: (i) => literal(i) as Sym[],
-      outputs: node.outputs.map((id) => nameOf(id)),
-      outShape: (k) => base.values[node.outputs[k]].shape,
-      outDtype: (k) => base.values[node.outputs[k]].dtype,
-    };
-    convert(ctx);
-  });
+    convert(opContext(b, node, n, traces, nameOf));
+  }
 
   const outputNames =
     opts.outputNames ?? (base.outputs.length === 1 ? ['output'] : base.outputs.map((_, i) => `output_${i}`));
@@ -313,40 +368,6 @@ function build(
   for (const [i, id] of base.outputs.entries()) b.node('Identity', [nameOf(id)], {}, [outputNames[i]]);
 
   const dimNames = new Map(dynamic.map((d) => [`${d.axis.input}:${d.axis.axis}`, d.name]));
-  const valueInfo = (
-    name: string,
-    shape: number[],
-    dtype: string,
-    dimName: (axis: number) => string | undefined,
-  ) => ({
-    name,
-    type: {
-      tensor_type: {
-        elem_type: onnxDtype(dtype),
-        shape: {
-          dim: shape.map((s, a) => (dimName(a) !== undefined ? { dim_param: dimName(a) } : { dim_value: s })),
-        },
-      },
-    },
-  });
-  const graphInputs = inputs.map((x, i) =>
-    valueInfo(inputNames[i], x.shape, x.dtype, (a) => dimNames.get(`${i}:${a}`)),
-  );
-  const graphOutputs = base.outputs.map((id, i) => {
-    const declared = opts.dynamicAxes?.[outputNames[i]];
-    const named = (a: number): string | undefined => {
-      if (Array.isArray(declared))
-        return declared.includes(a) ? `${outputNames[i]}_dynamic_axes_${a + 1}` : undefined;
-      if (declared?.[a] !== undefined) return declared[a];
-      // A size that changed in any trace is left symbolic.
-      const changes = [...variants.map((v) => v.trace), all].some(
-        (t) => t.values[t.outputs[i]].shape[a] !== base.values[id].shape[a],
-      );
-      return changes ? `${outputNames[i]}_dim_${a}` : undefined;
-    };
-    return valueInfo(outputNames[i], base.values[id].shape, base.values[id].dtype, named);
-  });
-
   const model = {
     ir_version: IR_VERSION[opset],
     opset_import: [{ domain: '', version: opset }],
@@ -355,8 +376,10 @@ function build(
       name: 'main_graph',
       node: b.nodes,
       initializer: b.initializers,
-      input: graphInputs,
-      output: graphOutputs,
+      input: inputs.map((x, i) =>
+        valueInfo(inputNames[i], x.shape, x.dtype, (a) => dimNames.get(`${i}:${a}`)),
+      ),
+      output: outputInfos(traces, outputNames, opts),
     },
   };
   const type = onnxType('onnx.ModelProto');
