@@ -43,6 +43,7 @@ try:
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
     from torch.nn.parallel import DistributedDataParallel as DDP
 except ImportError as e:
     print(json.dumps({"error": f"cannot import torch: {e}"}), flush=True)
@@ -99,9 +100,19 @@ class Session:
             model = model.to(memory_format=torch.channels_last)
         self.params = len(list(model.parameters()))
         device_ids = [self.device.index] if self.device is not None else None
-        self.ddp = DDP(model, device_ids=device_ids, bucket_cap_mb=c["bucketCapMb"])
+        bucket_cap_mb = c["bucketCapMb"]
+        if c["hook"] == "powerSGD" and self.device is None:
+            # powerSGD_hook over Gloo deadlocks with several buckets (docs/guide/ddp.md):
+            # every gradient goes in one bucket, the only way it runs here.
+            bucket_cap_mb = 1 + sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
+        self.ddp = DDP(model, device_ids=device_ids, bucket_cap_mb=bucket_cap_mb)
         self.ddp._set_ddp_runtime_logging_sample_rate(1)
-        if c["hook"] != "none":
+        if c["hook"] == "powerSGD":
+            state = powerSGD.PowerSGDState(
+                process_group=None, matrix_approximation_rank=c.get("powerSGDRank", 1), start_powerSGD_iter=2
+            )
+            self.ddp.register_comm_hook(state, powerSGD.powerSGD_hook)
+        elif c["hook"] != "none":
             self.ddp.register_comm_hook(None, HOOKS[c["hook"]])
         self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
         torch.manual_seed(1 + rank)

@@ -13,7 +13,7 @@ export type ResNetName = (typeof MODELS)[number];
  */
 export const VIT_MODELS = ['vit_tiny', 'vit_b_16'] as const;
 export type BenchModelName = ResNetName | (typeof VIT_MODELS)[number];
-export const HOOKS = ['none', 'allreduce', 'fp16', 'bf16'] as const;
+export const HOOKS = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'] as const;
 export type BenchHook = (typeof HOOKS)[number];
 export const SCENARIOS = ['scaling', 'bucket', 'amp', 'accum', 'hooks', 'channels-last'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -42,6 +42,12 @@ export interface BenchCase extends ModelSpec {
   /** Micro-batches per optimizer step; all but the last run under noSync / no_sync. */
   accum: number;
   hook: BenchHook;
+  /**
+   * With hook 'powerSGD': the approximation rank (compressing from iteration 2, so every
+   * timed step after the warm-up is compressed). PyTorch's hook runs over Gloo only with
+   * one bucket (docs/guide/ddp.md), so its side puts every gradient in one.
+   */
+  powerSGDRank?: number;
   channelsLast: boolean;
 }
 
@@ -99,7 +105,7 @@ export function caseKey(c: BenchCase): string {
     `cap${c.bucketCapMb}`,
     c.amp,
     `acc${c.accum}`,
-    c.hook,
+    c.hook === 'powerSGD' ? `powerSGD${c.powerSGDRank ?? 1}` : c.hook,
     c.channelsLast ? 'cl' : 'cf',
     ...(c.numClasses === undefined ? [] : [`k${c.numClasses}`]),
   ].join('/');

@@ -47,4 +47,6 @@ export interface StepsAnswer {
   comm: CommSample[];
   /** The last step's loss (a sanity check: finite, similar on both sides). */
   loss: number;
+  /** Bytes all nodes sent during these steps, when the runner can count them (RunOptions.txBytes); set by the runner. */
+  txBytes?: number;
 }

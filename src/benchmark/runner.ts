@@ -7,7 +7,7 @@
 // A case shared by several scenarios is measured once.
 import { fileURLToPath } from 'node:url';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
-import { Gang } from '../host/gang.ts';
+import { Gang, type GangSpec } from '../host/gang.ts';
 import { type BenchCase, caseKey, type ScenarioPlan } from './cases.ts';
 import type { ReadyInfo, StepSample, StepsAnswer } from './protocol.ts';
 import { REFERENCE_SCRIPT, type TorchPython } from './reference.ts';
@@ -25,6 +25,10 @@ export interface RunOptions {
   log?: (line: string) => void;
   /** Extra environment for both sides' workers. */
   env?: NodeJS.ProcessEnv;
+  /** Where each rank runs (default: here, rendezvous on 127.0.0.1): a command prefix and variables per rank. */
+  placement?: Pick<GangSpec, 'wrap' | 'rankEnv'>;
+  /** Bytes sent so far by all the machines the ranks run on (bench/lib/netns.ts counts its nodes'). */
+  txBytes?: () => Promise<number>;
 }
 
 /** One side's numbers for one case. */
@@ -41,6 +45,8 @@ export interface SideResult {
   overlapMs: number | null;
   /** Median of comm - overlap: the communication backward waited for, ms. */
   exposedMs: number | null;
+  /** Median over repeats of the bytes each machine sent per step (with RunOptions.txBytes), else null. */
+  bytesPerStep: number | null;
   loss: number;
 }
 
@@ -142,6 +148,7 @@ async function startGroup(world: number, threads: number, o: RunOptions): Promis
     args: [...WORKER_LOADER, WORKER],
     world,
     env,
+    ...o.placement,
   });
   if (!o.reference) return { ts, py: null };
   try {
@@ -151,6 +158,7 @@ async function startGroup(world: number, threads: number, o: RunOptions): Promis
       args: [REFERENCE_SCRIPT],
       world,
       env,
+      ...o.placement,
     });
     return { ts, py };
   } catch (e) {
@@ -178,7 +186,9 @@ async function measureOnce(c: BenchCase, g: Group, o: RunOptions): Promise<Steps
     if (o.steps - first > 0) for (let s = gangs.length - 1; s >= 0; s--) plan.push([s, o.steps - first]);
     const out: StepsAnswer[][] = gangs.map(() => []);
     for (const [s, n] of plan) {
+      const sent = await o.txBytes?.();
       const answers = await gangs[s].request<StepsAnswer>({ cmd: 'steps', n });
+      if (sent !== undefined && o.txBytes) answers[0].txBytes = (await o.txBytes()) - sent;
       out[s] = out[s].length === 0 ? answers : out[s].map((a, rank) => joinSteps(a, answers[rank]));
     }
     return out;
@@ -189,7 +199,8 @@ async function measureOnce(c: BenchCase, g: Group, o: RunOptions): Promise<Steps
 
 /** One rank's answers to two `steps` requests, as if it were one. */
 function joinSteps(a: StepsAnswer, b: StepsAnswer): StepsAnswer {
-  return { steps: [...a.steps, ...b.steps], comm: [...a.comm, ...b.comm], loss: b.loss };
+  const txBytes = a.txBytes === undefined ? undefined : a.txBytes + (b.txBytes ?? 0);
+  return { steps: [...a.steps, ...b.steps], comm: [...a.comm, ...b.comm], loss: b.loss, txBytes };
 }
 
 /** Images per second of one repeat: every rank's images over the slowest rank's time. */
@@ -226,6 +237,10 @@ function summarize(c: BenchCase, reps: StepsAnswer[][], o: RunOptions, loss: num
     commMs: comm.length > 0 ? median(comm.map((x) => x.commMs)) : null,
     overlapMs: comm.length > 0 ? median(comm.map((x) => x.overlapMs)) : null,
     exposedMs: comm.length > 0 ? median(comm.map((x) => x.commMs - x.overlapMs)) : null,
+    bytesPerStep:
+      reps[0][0].txBytes === undefined
+        ? null
+        : median(reps.map((r) => (r[0].txBytes ?? 0) / (o.steps * c.world))),
     loss,
   };
 }

@@ -58,6 +58,10 @@ export class TsDdpSession {
     this.ddp = new DistributedDataParallel(this.model, {
       bucketCapMb: c.bucketCapMb,
       commHook: hook,
+      powerSGD:
+        c.hook === 'powerSGD'
+          ? { matrixApproximationRank: c.powerSGDRank ?? 1, startPowerSGDIter: 2 }
+          : undefined,
       deviceIds: this.device === null ? undefined : [t.cuda.currentDevice()],
     });
     this.opt = new SGD(this.model.parameters(), { lr: 0.01, momentum: 0.9, weightDecay: 5e-4 });

@@ -63,13 +63,16 @@ export interface RanksSpec {
   env: NodeJS.ProcessEnv;
   /** Variables of one rank, added last (they may override the above). */
   rankEnv?: (rank: number) => NodeJS.ProcessEnv;
+  /** A command that runs one rank's command elsewhere, e.g. `ip netns exec NS` (bench/lib/netns.ts). */
+  wrap?: (rank: number) => string[];
   cwd?: string;
 }
 
 /** Starts `world` processes, one per rank, on one machine (the env:// rendezvous); see RanksSpec. */
 export function spawnRanks(spec: RanksSpec): ChildProcessWithoutNullStreams[] {
-  return Array.from({ length: spec.world }, (_, rank) =>
-    spawnChild(spec.command, spec.args, {
+  return Array.from({ length: spec.world }, (_, rank) => {
+    const [command, ...args] = [...(spec.wrap?.(rank) ?? []), spec.command, ...spec.args];
+    return spawnChild(command, args, {
       cwd: spec.cwd,
       env: {
         ...spec.env,
@@ -81,8 +84,8 @@ export function spawnRanks(spec: RanksSpec): ChildProcessWithoutNullStreams[] {
         MASTER_PORT: String(spec.port),
         ...spec.rankEnv?.(rank),
       },
-    }),
-  );
+    });
+  });
 }
 
 /** One child driven by JSON lines. Its first line (versions, settings) is `ready` once started. */
@@ -186,6 +189,9 @@ export interface GangSpec {
   env: NodeJS.ProcessEnv;
   /** Limit for one request (a hung collective, a stuck worker). */
   timeoutMs?: number;
+  /** Where each rank runs: see RanksSpec. */
+  rankEnv?: RanksSpec['rankEnv'];
+  wrap?: RanksSpec['wrap'];
 }
 
 export class Gang {
@@ -205,6 +211,8 @@ export class Gang {
       world: spec.world,
       port,
       env: spec.env,
+      rankEnv: spec.rankEnv,
+      wrap: spec.wrap,
     }).map((proc, rank) => new JsonLineProcess(proc, `${spec.name} worker rank ${rank}`));
     try {
       g.ready = await g.collect('start');
