@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export class NetnsError extends Error {
   override name = 'NetnsError';
@@ -42,6 +43,11 @@ export class Network {
   /** Namespaces made so far (the switch first), deleted by destroy(). */
   private readonly made: string[] = [];
   private readonly onExit = () => this.destroySync();
+  /** Killed by a signal, 'exit' handlers do not run: delete first, then die of it. */
+  private readonly onSignal = (signal: NodeJS.Signals) => {
+    this.destroySync();
+    process.kill(process.pid, signal);
+  };
   readonly nodes: { ns: string; addr: string }[] = [];
   readonly switchNs: string;
   private rate: string | null = null;
@@ -49,6 +55,7 @@ export class Network {
   private constructor(readonly tag: string) {
     this.switchNs = `tsddp-${tag}-sw`;
     process.once('exit', this.onExit);
+    for (const s of SIGNALS) process.once(s, this.onSignal);
   }
 
   /** `n` nodes on one switch, links uncapped until setRate. */
@@ -159,6 +166,7 @@ export class Network {
   /** Deletes the namespaces this object made (their veths and bridge go with them). */
   async destroy(): Promise<void> {
     process.removeListener('exit', this.onExit);
+    for (const s of SIGNALS) process.removeListener(s, this.onSignal);
     for (const ns of this.made.splice(0).reverse()) await run('ip', ['netns', 'del', ns]).catch(() => {});
   }
 

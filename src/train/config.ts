@@ -213,6 +213,11 @@ export const OPTIONS = {
     false,
     'first time a few steps of each memory format and autocast dtype (bf16 where the hardware has it) and train with the fastest',
   ),
+  tuneComm: enumOpt(
+    ['off', 'nodes', 'on'],
+    'off',
+    "time the gradient communication on the run's own links before training (all ranks): the link's all-reduce bandwidth, then plain all-reduce, fp16/bf16 compression and PowerSGD rank 1/2/4, then bucket sizes; a lossy hook only if a short trial's loss stays within 5% of plain all-reduce's. nodes: only when the ranks span several machines (what --tune sets)",
+  ),
   tuneFile: strOpt(
     'where --tune keeps its choice, reused while model, batch, machine and threads match (default: <checkpoint-dir>/tune.json)',
     'a file path',

@@ -139,6 +139,8 @@ export interface LaunchPlan {
   threads: number | undefined;
   cudnnBenchmark: boolean;
   tune: boolean;
+  /** --tune-comm: the in-group communication trial (tune-comm.ts): never, across nodes only, always. */
+  tuneComm: 'off' | 'nodes' | 'on';
   /** Where --tune keeps its choice: --tune-file, else <checkpoint-dir>/tune.json, else none. */
   tuneFile: string | undefined;
 }
@@ -261,6 +263,7 @@ function resolvePlan(c: TrainConfig): RunPlan {
       threads: c.threads,
       cudnnBenchmark: c.cudnnBenchmark,
       tune: c.tune,
+      tuneComm: c.tuneComm,
       tuneFile: tuneFileOf(c),
     },
   };

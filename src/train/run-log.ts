@@ -293,6 +293,13 @@ export function describeRun(parts: RunParts, stepsPerEpoch: number): string {
     `= ${gb} images/step; lr ${parts.lr.toPrecision(4)}${rule}; ` +
     `${loop.epochs} epochs x ${stepsPerEpoch} steps; amp ${amp.mode}${m.channelsLast ? ', channels-last' : ''}${m.syncBn ? ', SyncBatchNorm' : ''}${data.uneven === 'join' ? ', uneven shares in Join' : ''}${m.activationCheckpointing ? ', activation checkpointing' : ''}; ` +
     `${optim.name}${optim.impl === 'auto' ? '' : ` (${optim.impl})`}${parts.optimizer instanceof distOptim.ZeroRedundancyOptimizer ? ' sharded by ZeRO-1' : ''}; ${t.getNumThreads()} thread(s)/rank; ` +
-    `${data.workers} loader worker(s)${parts.ddp !== null ? `; DDP buckets ${ddp.bucketCapMb} MiB` : ''}`
+    `${data.workers} loader worker(s)${parts.ddp !== null ? `; DDP buckets ${ddp.bucketCapMb} MiB${hookNote(ddp)}` : ''}`
   );
+}
+
+/** ', comm hook fp16', ', comm hook powerSGD rank 2 from step 1000', or nothing. */
+function hookNote(ddp: RunPlan['ddp']): string {
+  if (ddp.commHook === undefined) return '';
+  const p = ddp.powerSGD;
+  return `, comm hook ${ddp.commHook}${p ? ` rank ${p.matrixApproximationRank} from step ${p.startPowerSGDIter}` : ''}`;
 }

@@ -5,19 +5,9 @@ import * as t from '../core/index.ts';
 import * as dist from '../distributed/index.ts';
 import { Heartbeat, SETUP_STEP } from '../launch/heartbeat.ts';
 import { METRICS_FILE_ENV } from '../metrics/index.ts';
-import {
-  resnet18,
-  resnet34,
-  resnet50,
-  resnet101,
-  resnet152,
-  vitB16,
-  vitB32,
-  vitL16,
-  vitTiny,
-} from '../models/index.ts';
-import { type Module, SyncBatchNorm } from '../nn/index.ts';
-import { AdamW, type lrScheduler, type Optimizer, SGD } from '../optim/index.ts';
+import type { Module } from '../nn/index.ts';
+import type { lrScheduler, Optimizer } from '../optim/index.ts';
+import { buildModel, buildOptimizer } from './build.ts';
 import type { TrainConfig, TrainConfigInput } from './config.ts';
 import {
   buildDatasets,
@@ -27,13 +17,14 @@ import {
   dataIdentity,
   type Loaders,
 } from './data.ts';
-import { checkedPlan, isRunPlan, lrOf, type OptimPlan, planRun, type RunPlan } from './plan.ts';
+import { checkedPlan, isRunPlan, lrOf, type OptimPlan, planRun, type RunPlan, withOptions } from './plan.ts';
 import { checkCheckpointFolder, preflight, tensorBytes } from './preflight.ts';
 import { guardPriorRun } from './prior-run.ts';
 import { joinProcessGroup, type Placement, type RunPlacement } from './process-group.ts';
 import { chooseLatest, findResume, loadResume, type ResumePoint, resumesLatest } from './resume.ts';
 import { buildScheduler } from './schedule.ts';
-import { loadTargets, shardModel, shardsParameters } from './strategy.ts';
+import { loadTargets, shardsParameters } from './strategy.ts';
+import type { CommCandidate } from './tune-comm.ts';
 import type { TrainHooks } from './types.ts';
 
 /** What setupRun() builds: everything a Trainer runs. */
@@ -64,9 +55,6 @@ export interface RunParts {
   started: number;
 }
 
-const RESNETS = { resnet18, resnet34, resnet50, resnet101, resnet152 };
-const VITS = { vit_b_16: vitB16, vit_b_32: vitB32, vit_l_16: vitL16, vit_tiny: vitTiny };
-
 const now = () => performance.now();
 
 /**
@@ -96,7 +84,7 @@ async function setupParts(
   heartbeat: Heartbeat | null,
 ): Promise<RunParts> {
   const beat = (phase: string, waiting = false) => heartbeat?.beat(SETUP_STEP, `setup: ${phase}`, waiting);
-  const plan = underLauncherDashboard(isRunPlan(input) ? checkedPlan(input, 'the plan') : planRun(input));
+  let plan = underLauncherDashboard(isRunPlan(input) ? checkedPlan(input, 'the plan') : planRun(input));
   if (plan.launch.threads !== undefined) t.setNumThreads(plan.launch.threads);
   beat('joining the process group', true);
   const pg = await joinProcessGroup(plan.launch);
@@ -136,9 +124,19 @@ async function setupParts(
       resumeDir === null
         ? null
         : { dir: resumeDir, ...(await loadResume(resumeDir, targets, plan, pg.worldSize, identity)) };
-    beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
     // fsdp: the sharded model reduces its own gradients (strategy.ts).
-    const ddp = pg.group === null || shardsParameters(plan, pg.group) ? null : wrapDdp(model, plan, on, pg);
+    const usesDdp = pg.group !== null && !shardsParameters(plan, pg.group);
+    if (usesDdp && pg.group !== null && commTrialDue(plan, pg.worldSize)) {
+      beat('timing the gradient communication on the links (--tune-comm)', true);
+      const { tuneComm } = await import('./tune-comm.ts');
+      const say = (line: string) => process.stderr.write(`tsddp train: ${line}\n`);
+      const ctx = { group: pg.group, rank: pg.rank, worldSize: pg.worldSize, on, setup, lr, log: say };
+      const r = await tuneComm(plan, ctx);
+      if (pg.rank === 0) for (const line of r.notes) say(`tune: comm ${line}`);
+      plan = withOptions(plan, commOptions(r.choice));
+    }
+    beat("DistributedDataParallel (broadcasts rank 0's parameters)", true);
+    const ddp = usesDdp ? wrapDdp(model, plan, on, pg) : null;
     return {
       plan,
       hooks,
@@ -165,6 +163,27 @@ async function setupParts(
     if (pg.created && dist.isInitialized()) dist.destroyProcessGroup();
     throw e;
   }
+}
+
+/** --tune-comm on, or 'nodes' (what --tune sets) when the ranks span several machines. */
+export function commTrialDue(
+  plan: RunPlan,
+  worldSize: number,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  const mode = plan.launch.tuneComm;
+  if (worldSize < 2 || mode === 'off') return false;
+  return mode === 'on' || Number(env.LOCAL_WORLD_SIZE ?? worldSize) < worldSize;
+}
+
+/** The options that train with the trial's choice. */
+function commOptions(c: CommCandidate): Partial<TrainConfig> {
+  return {
+    commHook: c.commHook,
+    bucketCapMb: c.bucketCapMb,
+    ...(c.powersgdRank === undefined ? {} : { powersgdRank: c.powersgdRank }),
+    tuneComm: 'off',
+  };
 }
 
 /** Where this rank's math runs: its GPU (LOCAL_RANK's) where CUDA is, else the CPU; the autocast dtype. */
@@ -200,79 +219,6 @@ function wrapDdp(
     deviceIds: on.deviceType === 'cuda' ? [pg.localRank] : undefined,
     processGroup: pg.group ?? undefined,
   });
-}
-
-/**
- * The plan's ResNet or ViT (or the hook's model), seeded the same on every rank, on the
- * device; with --strategy fsdp and a group of several ranks, fully sharded over it.
- */
-export function buildModel(
-  plan: Pick<RunPlan, 'model' | 'loop' | 'optim'>,
-  hooks: TrainHooks,
-  setup: Pick<DataSetup, 'numClasses' | 'imageSize'>,
-  on: Placement,
-  group: dist.ProcessGroup | null = null,
-): Module {
-  const c = plan.model;
-  // The same seed on every rank (DDP also broadcasts rank 0's parameters).
-  t.manualSeed(plan.loop.seed);
-  const { numClasses, imageSize } = setup;
-  const model =
-    hooks.model?.(numClasses) ??
-    (c.arch in VITS
-      ? VITS[c.arch as keyof typeof VITS]({ numClasses, imageSize })
-      : RESNETS[c.arch as keyof typeof RESNETS]({
-          numClasses,
-          stem: c.stem,
-          widthMultiplier: c.widthMultiplier,
-          zeroInitResidual: c.zeroInitResidual,
-        }));
-  if (c.activationCheckpointing) {
-    if (!('activationCheckpointing' in model))
-      throw new TypeError(
-        '--activation-checkpointing: the model given by the model hook has no activationCheckpointing property (the ResNets, the ViTs and GPT do)',
-      );
-    (model as Module & { activationCheckpointing: boolean }).activationCheckpointing = true;
-  }
-  if (on.deviceType === 'cuda') model.to(on.device);
-  if (c.channelsLast) model.to({ memoryFormat: 'channelsLast' });
-  // Before DDP wraps it, as PyTorch's recipe converts: the statistics of the global batch.
-  const converted = c.syncBn ? (SyncBatchNorm.convertSyncBatchnorm(model) as Module) : model;
-  // Every rank built the same parameters (seeded with --seed above): each keeps its rows (no broadcast).
-  return group !== null && shardsParameters(plan, group) ? shardModel(converted, group) : converted;
-}
-
-/**
- * SGD with momentum (ResNets), or AdamW (transformers); every parameter decays. With
- * --strategy zero1 and a group of several ranks, a ZeroRedundancyOptimizer of that class
- * (on one rank it would hold everything: the plain optimizer is the same).
- */
-export function buildOptimizer(
-  model: Module,
-  c: OptimPlan,
-  lr: number,
-  group: dist.ProcessGroup | null = null,
-): Optimizer {
-  // --optimizer-impl: PyTorch's foreach/fused flags; auto leaves both unset (the defaults).
-  const impl =
-    c.impl === 'loop'
-      ? { foreach: false }
-      : c.impl === 'foreach'
-        ? { foreach: true }
-        : c.impl === 'fused'
-          ? { fused: true }
-          : {};
-  const [optimizerClass, opts] =
-    c.name === 'adamw'
-      ? [AdamW, { lr, betas: c.betas, weightDecay: c.weightDecay, ...impl }]
-      : [SGD, { lr, momentum: c.momentum, nesterov: c.nesterov, weightDecay: c.weightDecay, ...impl }];
-  if (c.strategy === 'zero1' && group !== null && group.size > 1)
-    return new dist.optim.ZeroRedundancyOptimizer(model.parameters(), {
-      optimizerClass,
-      processGroup: group,
-      ...opts,
-    });
-  return new optimizerClass(model.parameters(), opts);
 }
 
 /** Bytes of one checkpoint: model.safetensors (parameters and buffers) + optimizer.safetensors (momentum, or AdamW's two averages). */

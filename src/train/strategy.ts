@@ -1,6 +1,6 @@
 // What --strategy changes in the recipe (docs/guide/scaling.md). ddp and zero1 keep whole
 // parameters on every rank (DDP all-reduces the gradients; zero1 shards only the optimizer
-// state, setup.ts buildOptimizer). fsdp shards the parameters themselves (FSDP2's
+// state, build.ts buildOptimizer). fsdp shards the parameters themselves (FSDP2's
 // fully_shard), which changes four things:
 //   - the model: each residual or encoder block, then the whole model, fully sharded (PyTorch's
 //     recipe wraps per block); no DDP around it;

@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import { isCompiled, siblingModule } from '../core/module-url.ts';
 import { Gang } from '../host/gang.ts';
-import type { BucketSetup, BucketStep } from './bucket-trial-worker.ts';
+import type { BucketSetup, BucketStep } from './ddp-trial.ts';
 import { imagesPerRankStep, type RunPlan } from './plan.ts';
 
 export interface BucketMeasurement {

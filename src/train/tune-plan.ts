@@ -69,7 +69,9 @@ export async function tunePlan(plan: RunPlan, o: TunePlanOptions): Promise<RunPl
       }
       for (const line of describeResult(result)) o.say(line);
     }
-    return withOptions(plan, tunedOptions(result));
+    // Across nodes the links decide the comm hook and buckets: the workers time them in the group.
+    const comm = o.given.includes('tuneComm') ? {} : { tuneComm: 'nodes' as const };
+    return withOptions(plan, { ...tunedOptions(result), ...comm });
   } finally {
     setNumThreads(before);
   }

@@ -28,11 +28,11 @@ import type * as data from '../data/index.ts';
 import { TsddpError } from '../errors/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { cpuFlags, cpuModel, readCpuinfo } from '../host/machine.ts';
+import { buildModel, buildOptimizer } from './build.ts';
 import { OPTIMIZER_IMPLS, OPTIONS, type TrainConfig } from './config.ts';
 import { buildDatasets, buildLoaders, type DataSetup, epochBatches, prepareImages } from './data.ts';
 import { type RunPlan, withOptions } from './plan.ts';
 import type { Placement } from './process-group.ts';
-import { buildModel, buildOptimizer } from './setup.ts';
 import { type BucketMeasurement, bucketTrial, bucketTrialUnsupported, chooseBucket } from './tune-buckets.ts';
 import { chooseWorkers, type LoaderMeasurement, timeLoader, workerCandidates } from './tune-loader.ts';
 
