@@ -47,7 +47,8 @@ for (const hook of o.hooks.split(',')) {
   const metrics = join(out, `${hook}.jsonl`);
   const args = ['bin/tsddp.mjs', 'train', '--nproc-per-node', '2', '--master-port', '0', ...TRAIN, ...flags];
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...args, '--metrics-file', metrics, ...positionals], {
+  // --overwrite: a rerun into the same folder replaces this script's own metrics files.
+  const r = spawnSync(process.execPath, [...args, '--metrics-file', metrics, '--overwrite', ...positionals], {
     encoding: 'utf8',
     env: { ...process.env, OMP_NUM_THREADS: '1' },
   });
@@ -59,6 +60,7 @@ for (const hook of o.hooks.split(',')) {
     .map((l) => JSON.parse(l) as { type: string; rank: number; epoch: number; loss: number; top1: number })
     .filter((x) => x.type === 'eval' && x.rank === 0)
     .map(({ epoch, loss, top1 }) => ({ epoch, loss, top1: 100 * top1 }));
+  if (evals.length === 0) throw new Error(`${hook}: ${metrics} holds no evaluation`);
   curves.push({ hook, seconds, evals });
   const last = evals[evals.length - 1];
   process.stderr.write(

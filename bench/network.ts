@@ -5,7 +5,7 @@
 // the end, also on failure.
 //
 //   sudo node --import tsx bench/network.ts [--nodes 2,4] [--rates 10gbit,1gbit,100mbit]
-//       [--models resnet50,vit_tiny] [--hooks none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4]
+//       [--models resnet50,vit_tiny,gpt_small] [--hooks none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4]
 //       [--bucket-caps 5,25,50,100] [--sweep-rate 1gbit] [--steps 4] [--warmup 3]
 //       [--repeats 2] [--python PATH] [--out runs/bench-network]
 //
@@ -16,6 +16,7 @@
 // with one thread on this machine (no network), DDP's exposed communication per step (the
 // part of the all-reduce backward waited for, from its Logger) and the bytes each node sent
 // per step (its eth0 counter). Writes network.md and network.json to --out.
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
   type BenchCase,
@@ -34,7 +35,7 @@ const { values: o } = parseArgs({
   options: {
     nodes: { type: 'string', default: '2,4' },
     rates: { type: 'string', default: '10gbit,1gbit,100mbit' },
-    models: { type: 'string', default: 'resnet50,vit_tiny' },
+    models: { type: 'string', default: 'resnet50,vit_tiny,gpt_small' },
     hooks: { type: 'string', default: 'none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4' },
     'bucket-caps': { type: 'string', default: '5,25,50,100' },
     'sweep-rate': { type: 'string', default: '1gbit' },
@@ -49,7 +50,7 @@ const { values: o } = parseArgs({
 if (o.help) {
   console.log(
     'usage: sudo node --import tsx bench/network.ts [--nodes 2,4] [--rates 10gbit,1gbit,100mbit]\n' +
-      '  [--models resnet50,vit_tiny] [--hooks none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4]\n' +
+      '  [--models resnet50,vit_tiny,gpt_small] [--hooks none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4]\n' +
       '  [--bucket-caps 5,25,50,100] [--sweep-rate 1gbit] [--steps 4] [--warmup 3] [--repeats 2]\n' +
       '  [--python PATH] [--out runs/bench-network]',
   );
@@ -61,6 +62,7 @@ if (why !== null) {
   process.exit(2);
 }
 
+const cores = availableParallelism();
 const list = (text: string) =>
   text
     .split(',')
@@ -76,14 +78,18 @@ function int(name: string, raw: string, min: number): number {
 const MODELS: Record<string, ModelSpec> = {
   resnet50: { model: 'resnet50', stem: 'imagenet', widthMultiplier: 1, size: 64, batch: 8 },
   vit_tiny: { model: 'vit_tiny', stem: 'cifar', widthMultiplier: 1, size: 32, batch: 32 },
+  // nanoGPT's baby GPT at block 256 (src/benchmark/cases.ts GPT_MODELS), 4 sequences per
+  // node: a step of about a second with one thread here.
+  gpt_small: { model: 'gpt_small', stem: 'cifar', widthMultiplier: 1, size: 256, batch: 4 },
 };
 const models = list(o.models);
 for (const m of models)
   if (!MODELS[m])
     throw new BenchOptionError(`--models: ${m} is not one of ${Object.keys(MODELS).join(', ')}`);
 const nodeCounts = list(o.nodes).map((n) => int('nodes', n, 2));
-const rates = list(o.rates);
-for (const r of [...rates, o['sweep-rate']]) parseRate(r);
+const rates = list(o.rates).map((r) => r.toLowerCase());
+const sweepRate = o['sweep-rate'].toLowerCase();
+for (const r of [...rates, sweepRate]) parseRate(r);
 const hooks = list(o.hooks).map((h) => {
   const m = /^(none|fp16|bf16|powerSGD(\d+))$/.exec(h);
   if (!m) throw new BenchOptionError(`--hooks: ${h} is not none, fp16, bf16 or powerSGD<rank>`);
@@ -92,9 +98,11 @@ const hooks = list(o.hooks).map((h) => {
     : { hook: 'powerSGD' as const, powerSGDRank: Number(m[2]) };
 });
 const caps = list(o['bucket-caps']).map((c) => int('bucket-caps', c, 1));
+// PowerSGD compresses from iteration 2 (cases.ts): with 2 warm-up steps every timed step is compressed.
+const minWarmup = hooks.some((h) => h.hook === 'powerSGD') ? 2 : 1;
 const run = {
   steps: int('steps', o.steps, 1),
-  warmup: int('warmup', o.warmup, 1),
+  warmup: int('warmup', o.warmup, minWarmup),
   repeats: int('repeats', o.repeats, 1),
 };
 
@@ -154,9 +162,10 @@ for (const nodes of nodeCounts) {
       const cases: { model: string; c: BenchCase }[] = [];
       for (const m of models) {
         for (const h of hooks) cases.push({ model: m, c: benchCase(MODELS[m], nodes, h) });
-        if (rate === o['sweep-rate'])
+        if (rate === sweepRate)
           for (const cap of caps)
-            if (cap !== 25) cases.push({ model: m, c: benchCase(MODELS[m], nodes, { bucketCapMb: cap }) });
+            if (cap !== 25 || !hooks.some((h) => h.hook === 'none'))
+              cases.push({ model: m, c: benchCase(MODELS[m], nodes, { bucketCapMb: cap }) });
       }
       log(`${nodes} nodes at ${rate}: ${cases.length} cases`);
       const r = await runBench(
@@ -210,7 +219,7 @@ for (const nodes of nodeCounts)
       if (sel.length === 0) continue;
       lines.push(
         '',
-        `**${m}, ${nodes} nodes, ${rate}${nodes > 2 ? ' (4 processes on 2 cores: oversubscribed)' : ''}**`,
+        `**${m}, ${nodes} nodes, ${rate}${nodes > cores ? ` (${nodes} processes on ${cores} cores: oversubscribed)` : ''}**`,
         '',
         '| setting | tsddp img/s | PyTorch img/s | ratio | scaling tsddp / PyTorch | exposed comm ms tsddp / PyTorch | MB sent per node-step tsddp / PyTorch |',
         '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

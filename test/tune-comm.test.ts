@@ -7,7 +7,7 @@
 // 100 Mbit/s link, where the trial must leave plain all-reduce for a compressing hook.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -15,7 +15,12 @@ import { Network, netnsUnavailable } from '../bench/lib/netns.ts';
 import { freePort } from '../src/host/gang.ts';
 import { planRun } from '../src/train/plan.ts';
 import { commTrialDue } from '../src/train/setup.ts';
-import { type CommCandidate, type CommMeasurement, chooseComm } from '../src/train/tune-comm.ts';
+import {
+  type CommCandidate,
+  type CommMeasurement,
+  chooseComm,
+  describeCandidate,
+} from '../src/train/tune-comm.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-tune-comm-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -165,9 +170,50 @@ test('--tune-comm nodes on two machines (LOCAL_WORLD_SIZE 1): the link and every
     'six hooks and three more bucket sizes',
   );
   assert.doesNotMatch(ran[1].out, /tune: comm choice/, 'rank 0 says it');
-  // Both ranks chose from the same (slowest rank's) numbers; DDP with different hooks would not finish.
+  // Both ranks chose from the same (slowest rank's) numbers, and checked that they agree.
   const { choice, trains } = choiceOf(out);
   assert.equal(trains, short(choice), 'the run trains with the choice');
+  const kept = JSON.parse(readFileSync(join(tmp, 'loopback', 'tune-comm.json'), 'utf8'));
+  assert.equal(short(describeCandidate(kept.choice)), short(choice));
+  assert.equal(kept.measured.length, 9);
+
+  // Again from its checkpoint (as an elastic restart or a resume starts): the kept choice, no new trial.
+  const again = await twoNodes([
+    ...FLAGS,
+    '--tune-comm',
+    'nodes',
+    '--checkpoint-dir',
+    join(tmp, 'loopback'),
+    '--max-steps',
+    '5',
+    '--resume',
+    'auto',
+  ]);
+  for (const r of again) assert.equal(r.status, 0, r.out);
+  assert.doesNotMatch(again[0].out, /comm trial:/);
+  assert.match(again[0].out, /tune: comm choice: .*, kept in .*tune-comm\.json/);
+  assert.equal(choiceOf(again[0].out).trains, short(choice));
+});
+
+test('--tune-comm on with a --comm-hook the run names: the hook is kept, only the bucket size is timed', async () => {
+  const ran = await twoNodes([
+    ...FLAGS,
+    '--tune-comm',
+    'on',
+    '--comm-hook',
+    'fp16',
+    '--checkpoint-dir',
+    join(tmp, 'given'),
+  ]);
+  for (const r of ran) assert.equal(r.status, 0, r.out);
+  const steps = /tune: comm steps: (.*)/.exec(ran[0].out)?.[1] ?? '';
+  const timed = steps.split('; ').map((x) => x.replace(/ [\d.]+ ms$/, ''));
+  assert.deepEqual(
+    timed.sort(),
+    ['5', '25', '50', '100'].map((mb) => `fp16 compression, ${mb} MiB buckets`).sort(),
+  );
+  assert.match(ran[0].out, /comm hook: fp16, as given/);
+  assert.match(choiceOf(ran[0].out).trains, /^fp16@\d+$/);
 });
 
 test('--tune-comm off (the default) on two machines: no trial', async () => {

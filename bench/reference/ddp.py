@@ -82,7 +82,12 @@ class Session:
         self.c = c
         torch.manual_seed(0)
         num_classes = c.get("numClasses") or (10 if c["stem"] == "cifar" else 1000)
-        if c["model"].startswith("vit"):
+        if c["model"] == "gpt_small":
+            import transformer_models
+
+            num_classes = transformer_models.GPT_SMALL["vocab_size"]
+            model = transformer_models.gpt_small(c["size"])
+        elif c["model"].startswith("vit"):
             import transformer_models  # bench/ddp.ts's ViT cases only: not shipped with the package
 
             model = transformer_models.vit(c["model"], c["size"], num_classes)
@@ -116,9 +121,14 @@ class Session:
             self.ddp.register_comm_hook(None, HOOKS[c["hook"]])
         self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
         torch.manual_seed(1 + rank)
-        x = torch.randn(c["batch"], 3, c["size"], c["size"])
-        self.x = x.contiguous(memory_format=torch.channels_last) if c["channelsLast"] else x
-        self.y = torch.randint(0, num_classes, (c["batch"],))
+        self.gpt = c["model"] == "gpt_small"
+        if self.gpt:
+            self.x = torch.randint(0, num_classes, (c["batch"], c["size"]))
+            self.y = torch.randint(0, num_classes, (c["batch"], c["size"]))
+        else:
+            x = torch.randn(c["batch"], 3, c["size"], c["size"])
+            self.x = x.contiguous(memory_format=torch.channels_last) if c["channelsLast"] else x
+            self.y = torch.randint(0, num_classes, (c["batch"],))
         if self.device is not None:
             self.x, self.y = self.x.to(self.device), self.y.to(self.device)
         self.last_iteration = 0
@@ -140,7 +150,7 @@ class Session:
             )
             with sync:
                 with region:
-                    loss = F.cross_entropy(ddp(self.x), self.y)
+                    loss = ddp(self.x, self.y)[1] if self.gpt else F.cross_entropy(ddp(self.x), self.y)
                 tb = time.perf_counter()
                 (loss / accum if accum > 1 else loss).backward()
                 bwd += time.perf_counter() - tb

@@ -12,7 +12,13 @@ export type ResNetName = (typeof MODELS)[number];
  * patches; the 'cifar' stem setting means 10 classes) and torchvision's vit_b_16.
  */
 export const VIT_MODELS = ['vit_tiny', 'vit_b_16'] as const;
-export type BenchModelName = ResNetName | (typeof VIT_MODELS)[number];
+/**
+ * And, for bench/network.ts, nanoGPT's baby GPT (6 layers, 6 heads, width 384, its 65
+ * characters, no biases or dropout; `size` is the block, `batch` the sequences): tsddp's
+ * models.gpt against bench/reference/transformer_models.py's gpt_small.
+ */
+export const GPT_MODELS = ['gpt_small'] as const;
+export type BenchModelName = ResNetName | (typeof VIT_MODELS)[number] | (typeof GPT_MODELS)[number];
 export const HOOKS = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'] as const;
 export type BenchHook = (typeof HOOKS)[number];
 export const SCENARIOS = ['scaling', 'bucket', 'amp', 'accum', 'hooks', 'channels-last'] as const;

@@ -4,7 +4,16 @@
 import { autocast } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import { type CommHook, DistributedDataParallel } from '../distributed/index.ts';
-import { resnet18, resnet34, resnet50, resnet101, resnet152, vitB16, vitTiny } from '../models/index.ts';
+import {
+  GPT,
+  resnet18,
+  resnet34,
+  resnet50,
+  resnet101,
+  resnet152,
+  vitB16,
+  vitTiny,
+} from '../models/index.ts';
 import type { Module } from '../nn/module.ts';
 import { SGD } from '../optim/index.ts';
 import type { BenchCase, BenchModelName } from './cases.ts';
@@ -28,7 +37,10 @@ const BUILDERS: Record<BenchModelName, (c: BenchCase, numClasses: number) => Mod
   resnet152: resnet(resnet152),
   vit_tiny: vit(vitTiny),
   vit_b_16: vit(vitB16),
+  gpt_small: (c, vocabSize) =>
+    new GPT({ blockSize: c.size, vocabSize, nLayer: 6, nHead: 6, nEmbd: 384, dropout: 0, bias: false }),
 };
+const GPT_VOCAB = 65;
 
 export class TsDdpSession {
   private readonly model: Module;
@@ -46,7 +58,8 @@ export class TsDdpSession {
     rank: number,
   ) {
     t.manualSeed(0);
-    const numClasses = c.numClasses ?? (c.stem === 'cifar' ? 10 : 1000);
+    const gpt = c.model === 'gpt_small';
+    const numClasses = gpt ? GPT_VOCAB : (c.numClasses ?? (c.stem === 'cifar' ? 10 : 1000));
     this.model = BUILDERS[c.model](c, numClasses);
     this.model.train();
     // One GPU per rank where there are GPUs (worker.ts made it the current device).
@@ -69,11 +82,12 @@ export class TsDdpSession {
     t.manualSeed(1 + rank);
     const device = this.device ?? 'cpu';
     this.x = t.tidy(() => {
+      if (gpt) return t.randint(numClasses, [c.batch, c.size]).to(device);
       const x = t.randn([c.batch, 3, c.size, c.size]);
       return x.to({ device, memoryFormat: c.channelsLast ? 'channelsLast' : undefined });
     });
     this.x.keep();
-    this.y = t.tidy(() => t.randint(numClasses, [c.batch]).to(device)).keep();
+    this.y = t.tidy(() => t.randint(numClasses, gpt ? [c.batch, c.size] : [c.batch]).to(device)).keep();
   }
 
   /** One optimizer step of `accum` micro-batches; all but the last skip gradient sync. */
@@ -86,7 +100,10 @@ export class TsDdpSession {
     for (let m = 0; m < c.accum; m++) {
       const micro = (): void => {
         using _ = t.scope();
-        const forward = () => t.crossEntropy(ddp.forward(x) as t.Tensor, y);
+        const forward = () =>
+          this.model instanceof GPT
+            ? ((ddp.forward(x, y) as ReturnType<GPT['forward']>).loss as t.Tensor)
+            : t.crossEntropy(ddp.forward(x) as t.Tensor, y);
         const loss =
           c.amp === 'bf16'
             ? autocast({ deviceType: this.device === null ? 'cpu' : 'cuda', dtype: 'bfloat16' }, forward)

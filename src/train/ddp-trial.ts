@@ -11,6 +11,7 @@ import { disposeState } from '../optim/optimizer.ts';
 import { buildModel, buildOptimizer } from './build.ts';
 import type { RunPlan } from './plan.ts';
 import type { Placement } from './process-group.ts';
+import type { TrainHooks } from './types.ts';
 
 /** What the driver asks a rank to build. */
 export interface BucketSetup {
@@ -42,10 +43,11 @@ export class BucketSession {
     private readonly on: Placement,
     rank: number,
     group?: dist.ProcessGroup,
+    hooks: TrainHooks = {},
   ) {
     const { plan, numClasses } = s;
     const size = plan.data.imageSize;
-    this.model = buildModel(plan, {}, { numClasses, imageSize: size }, on);
+    this.model = buildModel(plan, hooks, { numClasses, imageSize: size }, on);
     this.ddp = new dist.DistributedDataParallel(this.model, {
       ...plan.ddp,
       bucketCapMb: s.bucketCapMb,

@@ -128,10 +128,10 @@ async function setupParts(
     const usesDdp = pg.group !== null && !shardsParameters(plan, pg.group);
     if (usesDdp && pg.group !== null && commTrialDue(plan, pg.worldSize)) {
       beat('timing the gradient communication on the links (--tune-comm)', true);
-      const { tuneComm } = await import('./tune-comm.ts');
+      const { tuneCommOrReuse } = await import('./tune-comm.ts');
       const say = (line: string) => process.stderr.write(`tsddp train: ${line}\n`);
-      const ctx = { group: pg.group, rank: pg.rank, worldSize: pg.worldSize, on, setup, lr, log: say };
-      const r = await tuneComm(plan, ctx);
+      const ctx = { group: pg.group, rank: pg.rank, worldSize: pg.worldSize, on, setup, lr, hooks, log: say };
+      const r = await tuneCommOrReuse(plan, ctx);
       if (pg.rank === 0) for (const line of r.notes) say(`tune: comm ${line}`);
       plan = withOptions(plan, commOptions(r.choice));
     }

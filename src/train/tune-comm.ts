@@ -15,11 +15,15 @@
 // the trial's noise. Every rank takes the slowest rank's numbers (an all-reduce MAX), so all
 // choose the same without another message. A --comm-hook the run names is kept: then only the
 // bucket size is tuned.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { autocast } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import type * as data from '../data/index.ts';
 import * as dist from '../distributed/index.ts';
+import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import type { Module } from '../nn/index.ts';
+import type { Optimizer } from '../optim/index.ts';
 import { disposeState } from '../optim/optimizer.ts';
 import { buildModel, buildOptimizer } from './build.ts';
 import { buildLoaders, type DataSetup, epochBatches, prepareImages } from './data.ts';
@@ -27,6 +31,7 @@ import { BucketSession } from './ddp-trial.ts';
 import { type RunPlan, withOptions } from './plan.ts';
 import type { Placement } from './process-group.ts';
 import { TuneError } from './tune.ts';
+import type { TrainHooks } from './types.ts';
 
 /** A lossy hook is kept only if its trial loss is at most this much above plain all-reduce's. */
 export const LOSS_MARGIN = 0.05;
@@ -83,7 +88,7 @@ export interface CommTuneResult {
 
 export function describeCandidate(c: CommCandidate): string {
   const hook =
-    c.commHook === 'none'
+    c.commHook === 'none' || c.commHook === 'allreduce'
       ? 'plain all-reduce'
       : c.commHook === 'powerSGD'
         ? `PowerSGD rank ${c.powersgdRank}`
@@ -128,18 +133,128 @@ export interface CommTrialContext {
   setup: DataSetup;
   /** The run's learning rate (the accuracy trial trains with it). */
   lr: number;
+  /** The run's hooks: a `model` hook's model is the one timed. */
+  hooks: TrainHooks;
   log: (line: string) => void;
 }
 
-/** Runs the trial on every rank of `ctx.group`; every rank returns the same choice. */
+/**
+ * Runs the trial on every rank of `ctx.group`; every rank returns the same choice (checked:
+ * a TuneError on every rank otherwise).
+ */
 export async function tuneComm(plan: RunPlan, ctx: CommTrialContext): Promise<CommTuneResult> {
-  // The trial seeds its models as the run does: the run's random stream goes on as if it had not run.
+  // The trial seeds its models as the run does. The CPU generator's state is put back, so
+  // the run's CPU random stream goes on as if it had not run (a CUDA generator is left reseeded).
   const rng = t.getRngState();
   try {
-    return await new CommTrial(plan, ctx).run();
+    const r = await new CommTrial(plan, ctx).run();
+    agree(r.choice, ctx.group);
+    return r;
   } finally {
     t.setRngState(rng);
     rng.dispose();
+  }
+}
+
+/** The file in the checkpoint folder that keeps the choice for restarts and resumes. */
+export const TUNE_COMM_FILE = 'tune-comm.json';
+
+/** What the choice depends on besides the links: the world, the model and its batch. */
+function commKey(plan: RunPlan, worldSize: number): string {
+  const { model, widthMultiplier, imageSize, batchSize, gradAccum, amp, channelsLast, optimizer, strategy } =
+    plan.options;
+  return JSON.stringify({
+    worldSize,
+    model,
+    widthMultiplier,
+    imageSize,
+    batchSize,
+    gradAccum,
+    amp,
+    channelsLast,
+    optimizer,
+    strategy,
+  });
+}
+
+/**
+ * The choice kept in the checkpoint folder for this key (a restarted or resumed run trains
+ * as it started, rather than choosing again on new noise), else the trial's, kept there by
+ * rank 0. Rank 0 reads the file and tells the others, which may not share the folder.
+ */
+export async function tuneCommOrReuse(
+  plan: RunPlan,
+  ctx: CommTrialContext,
+): Promise<Pick<CommTuneResult, 'choice' | 'notes'>> {
+  const dir = plan.io.checkpointDir;
+  const file = dir === undefined ? null : join(dir, TUNE_COMM_FILE);
+  const key = commKey(plan, ctx.worldSize);
+  const kept: [{ choice?: CommCandidate; error?: string } | null] = [null];
+  if (ctx.rank === 0 && file !== null) kept[0] = readKept(file, key);
+  await dist.broadcastObjectList(kept, 0, { group: ctx.group });
+  const k = kept[0];
+  if (k?.error !== undefined) throw new TuneError(k.error);
+  if (k?.choice !== undefined)
+    return { choice: k.choice, notes: [`choice: ${describeCandidate(k.choice)}, kept in ${file}`] };
+  const r = await tuneComm(plan, ctx);
+  if (ctx.rank === 0 && dir !== undefined && file !== null) {
+    ensureSafeDir(dir, 'the checkpoint folder');
+    const saved = {
+      version: 1,
+      key: JSON.parse(key),
+      choice: r.choice,
+      link: r.link,
+      measured: r.measured,
+      lossChecks: r.lossChecks,
+      notes: r.notes,
+      date: new Date().toISOString(),
+    };
+    writeFileAtomicSync(file, `${JSON.stringify(saved, null, 2)}\n`);
+  }
+  return r;
+}
+
+/** The kept choice when the file is there for this key; an error naming the file when it is unreadable. */
+function readKept(file: string, key: string): { choice?: CommCandidate; error?: string } | null {
+  if (!existsSync(file)) return null;
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as {
+      version?: number;
+      key?: unknown;
+      choice?: CommCandidate;
+    };
+    if (
+      saved.version !== 1 ||
+      typeof saved.choice?.commHook !== 'string' ||
+      !HOOK_CODES.includes(saved.choice.commHook) ||
+      !(saved.choice.bucketCapMb > 0)
+    )
+      return { error: `${file} is not a tune-comm file of version 1 (delete it to choose again)` };
+    return JSON.stringify(saved.key) === key ? { choice: saved.choice } : null;
+  } catch (e) {
+    return { error: `${file} cannot be read: ${(e as Error).message} (delete it to choose again)` };
+  }
+}
+
+const HOOK_CODES: CommHookChoice[] = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'];
+
+/** Throws on every rank unless all ranks hold the same choice (their MIN and MAX agree). */
+function agree(c: CommCandidate, group: dist.ProcessGroup): void {
+  const code = [HOOK_CODES.indexOf(c.commHook), c.powersgdRank ?? 0, c.bucketCapMb];
+  const lo = t.tensor(
+    code.map((x) => -x),
+    { dtype: 'float64' },
+  );
+  const hi = t.tensor(code, { dtype: 'float64' });
+  try {
+    dist.allReduce(lo, dist.ReduceOp.MAX, { group });
+    dist.allReduce(hi, dist.ReduceOp.MAX, { group });
+    const [a, b] = [lo.toArray() as number[], hi.toArray() as number[]];
+    if (a.some((x, i) => -x !== b[i]))
+      throw new TuneError(`the ranks chose different comm settings (${describeCandidate(c)} on this one)`);
+  } finally {
+    lo.dispose();
+    hi.dispose();
   }
 }
 
@@ -164,6 +279,7 @@ class CommTrial {
           `${link.busGbitPerS.toPrecision(3)} Gbit/s bus bandwidth over ${ctx.worldSize} ranks`,
       );
       const { commHook, powersgdRank } = plan.options;
+      // 'none' is the option's default: a run that names another hook keeps it.
       const given = commHook !== 'none';
       const fallback: CommCandidate =
         commHook === 'powerSGD'
@@ -211,7 +327,7 @@ class CommTrial {
           ? `; it compresses from step ${plan.options.powersgdStartIter} (--powersgd-start-iter), plain all-reduce before`
           : '';
       notes.push(
-        `choice: ${describeCandidate(choice)} (${speedup.toFixed(2)}x plain all-reduce at ${fallback.bucketCapMb} MiB${from}; ` +
+        `choice: ${describeCandidate(choice)} (${speedup.toFixed(2)}x ${describeCandidate(fallback)}${from}; ` +
           `another setting must be ${((SPEED_MARGIN - 1) * 100).toFixed(0)}% faster, a lossy one within ${LOSS_MARGIN * 100}% of its loss)`,
       );
       return { link, measured: this.measured, lossChecks: this.lossChecks, choice, notes };
@@ -236,7 +352,7 @@ class CommTrial {
 
   private link(): LinkMeasurement {
     const { group, worldSize, on } = this.ctx;
-    const model = buildModel(this.plan, {}, this.ctx.setup, on);
+    const model = buildModel(this.plan, this.ctx.hooks, this.ctx.setup, on);
     const numel = model.parameters().reduce((n, p) => n + p.numel(), 0);
     for (const p of model.parameters()) p.dispose();
     for (const b of model.buffers()) b.dispose();
@@ -275,7 +391,7 @@ class CommTrial {
       bucketCapMb: c.bucketCapMb,
       numClasses: ctx.setup.numClasses,
     };
-    const session = new BucketSession(setup, ctx.on, ctx.rank, ctx.group);
+    const session = new BucketSession(setup, ctx.on, ctx.rank, ctx.group, ctx.hooks);
     try {
       for (let i = 0; i < WARMUP; i++) session.step();
       const ms = Array.from({ length: STEPS }, () => session.step().stepMs);
@@ -311,29 +427,35 @@ class CommTrial {
     const { ctx } = this;
     const batches = await this.realBatches();
     const plan = this.planFor(c, WARMUP);
-    const model: Module = buildModel(plan, {}, ctx.setup, ctx.on, ctx.group);
-    const optimizer = buildOptimizer(model, plan.optim, ctx.lr, ctx.group);
-    const ddp = new dist.DistributedDataParallel(model, {
-      ...plan.ddp,
-      deviceIds: ctx.on.deviceType === 'cuda' ? [t.cuda.currentDevice()] : undefined,
-      processGroup: ctx.group,
-    });
+    // The run's model (unsharded: the trial is for DDP) and a plain optimizer: ZeRO-1
+    // shards the same update, it does not change it.
+    const model: Module = buildModel(plan, ctx.hooks, ctx.setup, ctx.on);
+    let optimizer: Optimizer | null = null;
+    let ddp: dist.DistributedDataParallel | null = null;
     const { deviceType, ampDtype } = ctx.on;
     const losses: number[] = [];
     try {
+      const opt = buildOptimizer(model, plan.optim, ctx.lr);
+      optimizer = opt;
+      const wrapped = new dist.DistributedDataParallel(model, {
+        ...plan.ddp,
+        deviceIds: ctx.on.deviceType === 'cuda' ? [t.cuda.currentDevice()] : undefined,
+        processGroup: ctx.group,
+      });
+      ddp = wrapped;
       for (let s = 0; s < LOSS_STEPS; s++) {
         using _ = t.scope();
         const { x, y } = batches[s % batches.length];
-        optimizer.zeroGrad();
-        const forward = () => t.crossEntropy(ddp.forward(x) as t.Tensor, y);
+        opt.zeroGrad();
+        const forward = () => t.crossEntropy(wrapped.forward(x) as t.Tensor, y);
         const loss = ampDtype === null ? forward() : autocast({ deviceType, dtype: ampDtype }, forward);
         loss.backward();
-        optimizer.step();
+        opt.step();
         losses.push(loss.item());
       }
     } finally {
-      ddp.close();
-      for (const state of optimizer.state.values()) disposeState(state);
+      ddp?.close();
+      for (const state of optimizer?.state.values() ?? []) disposeState(state);
       for (const p of model.parameters()) p.grad = null;
       for (const p of model.parameters()) p.dispose();
       for (const b of model.buffers()) b.dispose();
@@ -374,9 +496,17 @@ class CommTrial {
       await loaders.train.close();
       await loaders.val.close();
     }
-    if (out.length === 0)
-      throw new TuneError('the training set has no full batch for the communication trial');
+    // Every rank steps as often as the one with the fewest batches can (uneven shares).
+    const fewest = t.tensor([out.length], { dtype: 'float64' });
+    dist.allReduce(fewest, dist.ReduceOp.MIN, { group: ctx.group });
+    const n = fewest.item();
+    fewest.dispose();
+    for (const b of out.splice(n)) {
+      b.x.dispose();
+      b.y.dispose();
+    }
     this.batches = out;
+    if (n === 0) throw new TuneError('a rank has no full training batch for the communication trial');
     return out;
   }
 }

@@ -69,8 +69,10 @@ export async function tunePlan(plan: RunPlan, o: TunePlanOptions): Promise<RunPl
       }
       for (const line of describeResult(result)) o.say(line);
     }
-    // Across nodes the links decide the comm hook and buckets: the workers time them in the group.
-    const comm = o.given.includes('tuneComm') ? {} : { tuneComm: 'nodes' as const };
+    // Across nodes the links decide the comm hook and buckets: the workers time them in the
+    // group (tune-comm.ts), unless the run names either, or --tune-comm itself.
+    const named = ['tuneComm', 'commHook', 'bucketCapMb'].some((k) => o.given.includes(k));
+    const comm = named ? {} : { tuneComm: 'nodes' as const };
     return withOptions(plan, { ...tunedOptions(result), ...comm });
   } finally {
     setNumThreads(before);
