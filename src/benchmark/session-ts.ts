@@ -4,16 +4,7 @@
 import { autocast } from '../amp/index.ts';
 import * as t from '../core/index.ts';
 import { type CommHook, DistributedDataParallel } from '../distributed/index.ts';
-import {
-  GPT,
-  resnet18,
-  resnet34,
-  resnet50,
-  resnet101,
-  resnet152,
-  vitB16,
-  vitTiny,
-} from '../models/index.ts';
+import { GPT, resnet18, resnet34, resnet50, resnet101, resnet152, vitB16, vitTiny } from '../models/index.ts';
 import type { Module } from '../nn/module.ts';
 import { SGD } from '../optim/index.ts';
 import type { BenchCase, BenchModelName } from './cases.ts';
