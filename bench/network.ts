@@ -29,6 +29,7 @@ import {
 import { type CaseResult, runBench } from '../src/benchmark/runner.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../src/files/index.ts';
 import { describeMachine, machineInfo } from '../src/host/machine.ts';
+import { intFlag } from './lib/flags.ts';
 import { Network, netnsUnavailable, parseRate } from './lib/netns.ts';
 
 const { values: o } = parseArgs({
@@ -68,12 +69,6 @@ const list = (text: string) =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-function int(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!(Number.isInteger(n) && n >= min))
-    throw new BenchOptionError(`--${name} ${raw}: expected an integer >= ${min}`);
-  return n;
-}
 
 const MODELS: Record<string, ModelSpec> = {
   resnet50: { model: 'resnet50', stem: 'imagenet', widthMultiplier: 1, size: 64, batch: 8 },
@@ -86,7 +81,7 @@ const models = list(o.models);
 for (const m of models)
   if (!MODELS[m])
     throw new BenchOptionError(`--models: ${m} is not one of ${Object.keys(MODELS).join(', ')}`);
-const nodeCounts = list(o.nodes).map((n) => int('nodes', n, 2));
+const nodeCounts = list(o.nodes).map((n) => intFlag('nodes', n, 2));
 const rates = list(o.rates).map((r) => r.toLowerCase());
 const sweepRate = o['sweep-rate'].toLowerCase();
 for (const r of [...rates, sweepRate]) parseRate(r);
@@ -97,13 +92,13 @@ const hooks = list(o.hooks).map((h) => {
     ? { hook: h as BenchCase['hook'] }
     : { hook: 'powerSGD' as const, powerSGDRank: Number(m[2]) };
 });
-const caps = list(o['bucket-caps']).map((c) => int('bucket-caps', c, 1));
+const caps = list(o['bucket-caps']).map((c) => intFlag('bucket-caps', c, 1));
 // PowerSGD compresses from iteration 2 (cases.ts): with 2 warm-up steps every timed step is compressed.
 const minWarmup = hooks.some((h) => h.hook === 'powerSGD') ? 2 : 1;
 const run = {
-  steps: int('steps', o.steps, 1),
-  warmup: int('warmup', o.warmup, minWarmup),
-  repeats: int('repeats', o.repeats, 1),
+  steps: intFlag('steps', o.steps, 1),
+  warmup: intFlag('warmup', o.warmup, minWarmup),
+  repeats: intFlag('repeats', o.repeats, 1),
 };
 
 let reference: TorchPython | null = null;
