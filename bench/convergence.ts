@@ -6,8 +6,9 @@
 //   node --import tsx bench/convergence.ts [--hooks none,fp16,bf16,powerSGD1,powerSGD2,powerSGD4]
 //       [--epochs 10] [--powersgd-start-iter 30] [--out runs/bench-convergence] [-- extra train flags]
 //
-// Defaults: ResNet-18 (CIFAR stem, width 0.5) on Shapes 32x32, 2,000 training and 500
-// validation images, batch 32 per rank, SGD lr 0.1 with the recipe's schedule.
+// Defaults: ResNet-18 (CIFAR stem, width 0.5) on Shapes 32x32, 3,000 training and 1,000
+// validation images, batch 32 per rank, the recipe's SGD (lr 0.1 per 256 images, scaled
+// to the global batch of 64: 0.025) and schedule.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -28,7 +29,7 @@ const out = resolve(o.out);
 ensureSafeDir(out, 'the benchmark folder');
 const TRAIN = [
   ...['--model', 'resnet18', '--width-multiplier', '0.5', '--dataset', 'shapes', '--image-size', '32'],
-  ...['--train-size', '2000', '--val-size', '500', '--batch-size', '32', '--lr', '0.1', '--workers', '0'],
+  ...['--train-size', '3000', '--val-size', '1000', '--batch-size', '32', '--workers', '0'],
   ...['--epochs', o.epochs, '--log-every', '1000'],
 ];
 
