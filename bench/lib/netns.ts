@@ -28,6 +28,34 @@ export function netnsUnavailable(): string | null {
   } catch {
     return 'needs iproute2 (the ip and tc commands)';
   }
+  // Root is not enough in a container without CAP_SYS_ADMIN/CAP_NET_ADMIN, nor tbf without
+  // its kernel module: make a namespace with a capped loopback, then delete it.
+  const probe = `tsddp-probe-${randomBytes(3).toString('hex')}`;
+  try {
+    execFileSync('ip', ['netns', 'add', probe], { stdio: 'pipe' });
+    const tbf = [
+      'qdisc',
+      'add',
+      'dev',
+      'lo',
+      'root',
+      'tbf',
+      'rate',
+      '1gbit',
+      'burst',
+      '65536',
+      'latency',
+      '100ms',
+    ];
+    execFileSync('tc', ['-n', probe, ...tbf], { stdio: 'pipe' });
+  } catch (e) {
+    const stderr = String((e as { stderr?: Buffer }).stderr ?? '').trim();
+    return `cannot make a network namespace with a tc tbf qdisc here: ${stderr || (e as Error).message}`;
+  } finally {
+    try {
+      execFileSync('ip', ['netns', 'del', probe], { stdio: 'ignore' });
+    } catch {}
+  }
   return null;
 }
 
