@@ -128,7 +128,9 @@ test('an unreachable --master-addr on node rank 1 prints no C++ stack frames: a 
 
 test('two launchers with the same --node-rank: the second is told so', async () => {
   const port = String(await freePort());
-  const common = ['--nnodes', '3', '--master-port', port, '--rdzv-timeout', '3'];
+  // 8 s: the two late launchers must start (node + tsx) and join before node 0 gives up,
+  // also on a loaded machine (3 s failed once beside a training run).
+  const common = ['--nnodes', '3', '--master-port', port, '--rdzv-timeout', '8'];
   const node0 = start([...common, '--node-rank', '0', script]);
   await node0.port();
   const dupes = [

@@ -48,6 +48,8 @@ export function netnsUnavailable(): string | null {
       '100ms',
     ];
     execFileSync('tc', ['-n', probe, ...tbf], { stdio: 'pipe' });
+    // ip netns exec mounts the namespace's own /sys: a container may refuse that too.
+    execFileSync('ip', ['netns', 'exec', probe, process.execPath, '-e', ''], { stdio: 'pipe' });
   } catch (e) {
     const stderr = String((e as { stderr?: Buffer }).stderr ?? '').trim();
     return `cannot make a network namespace with a tc tbf qdisc here: ${stderr || (e as Error).message}`;
