@@ -95,12 +95,21 @@ export class BucketSession {
   }
 
   close(): void {
-    this.ddp.close();
-    for (const state of this.optimizer.state.values()) disposeState(state);
-    for (const p of this.model.parameters()) p.grad = null;
-    for (const p of this.model.parameters()) p.dispose();
-    for (const b of this.model.buffers()) b.dispose();
+    disposeTrial(this.model, this.optimizer, this.ddp);
     this.x.dispose();
     this.y.dispose();
   }
+}
+
+/** Frees what a trial built: its DDP (if made), the optimizer's state (if made), the model's tensors. */
+export function disposeTrial(
+  model: Module,
+  optimizer: Optimizer | null,
+  ddp: dist.DistributedDataParallel | null,
+): void {
+  ddp?.close();
+  for (const state of optimizer?.state.values() ?? []) disposeState(state);
+  for (const p of model.parameters()) p.grad = null;
+  for (const p of model.parameters()) p.dispose();
+  for (const b of model.buffers()) b.dispose();
 }

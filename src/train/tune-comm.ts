@@ -24,10 +24,9 @@ import * as dist from '../distributed/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import type { Module } from '../nn/index.ts';
 import type { Optimizer } from '../optim/index.ts';
-import { disposeState } from '../optim/optimizer.ts';
 import { buildModel, buildOptimizer } from './build.ts';
 import { buildLoaders, type DataSetup, epochBatches, prepareImages } from './data.ts';
-import { BucketSession } from './ddp-trial.ts';
+import { BucketSession, disposeTrial } from './ddp-trial.ts';
 import { type RunPlan, withOptions } from './plan.ts';
 import type { Placement } from './process-group.ts';
 import { TuneError } from './tune.ts';
@@ -156,6 +155,8 @@ export async function tuneComm(plan: RunPlan, ctx: CommTrialContext): Promise<Co
   }
 }
 
+const HOOK_CODES: CommHookChoice[] = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'];
+
 /** The file in the checkpoint folder that keeps the choice for restarts and resumes. */
 export const TUNE_COMM_FILE = 'tune-comm.json';
 
@@ -235,8 +236,6 @@ function readKept(file: string, key: string): { choice?: CommCandidate; error?: 
     return { error: `${file} cannot be read: ${(e as Error).message} (delete it to choose again)` };
   }
 }
-
-const HOOK_CODES: CommHookChoice[] = ['none', 'allreduce', 'fp16', 'bf16', 'powerSGD'];
 
 /** Throws on every rank unless all ranks hold the same choice (their MIN and MAX agree). */
 function agree(c: CommCandidate, group: dist.ProcessGroup): void {
@@ -341,13 +340,7 @@ class CommTrial {
 
   /** The slowest rank's value of `x` (every rank gets the same number). */
   private slowest(x: number): number {
-    const v = t.tensor([x], { dtype: 'float64' });
-    try {
-      dist.allReduce(v, dist.ReduceOp.MAX, { group: this.ctx.group });
-      return v.item();
-    } finally {
-      v.dispose();
-    }
+    return reduceScalar(x, dist.ReduceOp.MAX, this.ctx.group);
   }
 
   private link(): LinkMeasurement {
@@ -375,19 +368,19 @@ class CommTrial {
     return { bytes, ms: round(time), busGbitPerS: Number(busGbitPerS.toPrecision(4)) };
   }
 
-  /** The plan with a candidate's DDP settings (PowerSGD compressing from the third step). */
-  private planFor(c: CommCandidate, startIter: number): RunPlan {
+  /** The plan with a candidate's DDP settings (PowerSGD compressing once the warm-up is done). */
+  private planFor(c: CommCandidate): RunPlan {
     return withOptions(this.plan, {
       commHook: c.commHook,
       bucketCapMb: c.bucketCapMb,
-      ...(c.commHook === 'powerSGD' ? { powersgdRank: c.powersgdRank, powersgdStartIter: startIter } : {}),
+      ...(c.commHook === 'powerSGD' ? { powersgdRank: c.powersgdRank, powersgdStartIter: WARMUP } : {}),
     });
   }
 
   private time(c: CommCandidate): void {
     const { ctx } = this;
     const setup = {
-      plan: this.planFor(c, WARMUP),
+      plan: this.planFor(c),
       bucketCapMb: c.bucketCapMb,
       numClasses: ctx.setup.numClasses,
     };
@@ -426,7 +419,7 @@ class CommTrial {
   private async trainLoss(c: CommCandidate): Promise<number> {
     const { ctx } = this;
     const batches = await this.realBatches();
-    const plan = this.planFor(c, WARMUP);
+    const plan = this.planFor(c);
     // The run's model (unsharded: the trial is for DDP) and a plain optimizer: ZeRO-1
     // shards the same update, it does not change it.
     const model: Module = buildModel(plan, ctx.hooks, ctx.setup, ctx.on);
@@ -454,20 +447,10 @@ class CommTrial {
         losses.push(loss.item());
       }
     } finally {
-      ddp?.close();
-      for (const state of optimizer?.state.values() ?? []) disposeState(state);
-      for (const p of model.parameters()) p.grad = null;
-      for (const p of model.parameters()) p.dispose();
-      for (const b of model.buffers()) b.dispose();
+      disposeTrial(model, optimizer, ddp);
     }
     const tail = losses.slice(-LOSS_TAIL).reduce((a, b) => a + b, 0) / LOSS_TAIL;
-    const v = t.tensor([tail], { dtype: 'float64' });
-    try {
-      dist.allReduce(v, dist.ReduceOp.SUM, { group: ctx.group });
-      return v.item() / ctx.worldSize;
-    } finally {
-      v.dispose();
-    }
+    return reduceScalar(tail, dist.ReduceOp.SUM, ctx.group) / ctx.worldSize;
   }
 
   /** This rank's first LOSS_BATCHES batches of epoch 0 (no augmentation), on the device. */
@@ -497,10 +480,7 @@ class CommTrial {
       await loaders.val.close();
     }
     // Every rank steps as often as the one with the fewest batches can (uneven shares).
-    const fewest = t.tensor([out.length], { dtype: 'float64' });
-    dist.allReduce(fewest, dist.ReduceOp.MIN, { group: ctx.group });
-    const n = fewest.item();
-    fewest.dispose();
+    const n = reduceScalar(out.length, dist.ReduceOp.MIN, ctx.group);
     for (const b of out.splice(n)) {
       b.x.dispose();
       b.y.dispose();
@@ -511,9 +491,22 @@ class CommTrial {
   }
 }
 
+/** The middle value (the upper one of an even count, as tune.ts and tune-buckets.ts take it). */
 function median(v: number[]): number {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 }
+
+/** `x` reduced over the group's ranks with `op` (every rank gets the result). */
+function reduceScalar(x: number, op: dist.ReduceOp, group: dist.ProcessGroup): number {
+  const v = t.tensor([x], { dtype: 'float64' });
+  try {
+    dist.allReduce(v, op, { group });
+    return v.item();
+  } finally {
+    v.dispose();
+  }
+}
+
 const round = (x: number) => Math.round(x * 100) / 100;
 const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
