@@ -7,11 +7,11 @@
 // 100 Mbit/s link, where the trial must leave plain all-reduce for a compressing hook.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { Network, netnsUnavailable } from '../bench/lib/netns.ts';
+import { NetnsError, Network, netnsUnavailable, parseRate } from '../bench/lib/netns.ts';
 import { freePort } from '../src/host/gang.ts';
 import { planRun } from '../src/train/plan.ts';
 import { commTrialDue } from '../src/train/setup.ts';
@@ -221,6 +221,33 @@ test('--tune-comm off (the default) on two machines: no trial', async () => {
   for (const r of ran) assert.equal(r.status, 0, r.out);
   for (const r of ran) assert.doesNotMatch(r.out, /tune: comm/);
   assert.match(ran[0].out, /DDP buckets 25 MiB\n/, 'plain all-reduce at the default buckets');
+});
+
+test('bad input: an unknown --tune-comm value is refused by name; a corrupt tune-comm.json stops every rank naming the file', async () => {
+  assert.throws(
+    () => planRun({ model: 'resnet18', tuneComm: 'sometimes' as never }),
+    (e: Error) => e.name === 'ConfigError' && /tuneComm/.test(e.message) && /off, nodes, on/.test(e.message),
+  );
+  const dir = join(tmp, 'corrupt');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'tune-comm.json'), '{"version": 1, "choice": {"commHook": "zip"');
+  const ran = await twoNodes([...FLAGS, '--tune-comm', 'on', '--checkpoint-dir', dir]);
+  for (const r of ran) {
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /TuneError: .*tune-comm\.json cannot be read: .*delete it to choose again/);
+  }
+  // The file is the user's to delete: it is still there.
+  assert.ok(existsSync(join(dir, 'tune-comm.json')));
+});
+
+test('bad input: a link rate bench:network cannot use is a NetnsError naming it', () => {
+  assert.equal(parseRate('1gbit'), 1e9);
+  assert.equal(parseRate('100Mbit'), 1e8);
+  for (const bad of ['1 gigabit', '10gbps', '', '-1gbit'])
+    assert.throws(
+      () => parseRate(bad),
+      (e: Error) => e instanceof NetnsError && e.message.includes(`'${bad}'`),
+    );
 });
 
 const noNetns = netnsUnavailable();
