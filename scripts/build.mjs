@@ -6,12 +6,15 @@
 //   3. the dashboard's static files, and src/'s plain .mjs modules, copied beside the
 //      JavaScript that uses them;
 //   4. the data worker pre-built into one file (dist/data/data-worker.bundle.mjs), so data
-//      workers start without esbuild or tsx (see src/data/worker-bundle.ts).
+//      workers start without esbuild or tsx (see src/data/worker-bundle.ts);
+//   5. prebuilds/: the checkout's addons, when built against the default torch, for
+//      installs without a compiler (scripts/prebuild.mjs).
 import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makePrebuilds } from './prebuild.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
@@ -61,4 +64,10 @@ const out = run(
   'the data worker bundle',
 );
 writeFileSync(join(bundleDir, 'data-worker.bundle.mjs'), JSON.parse(out).code);
+const prebuilt = makePrebuilds(ROOT);
+console.log(
+  prebuilt.why
+    ? `build: no prebuilt addons in the package: ${prebuilt.why}`
+    : `build: prebuilds/${prebuilt.dir} (${Object.keys(prebuilt.hashes).join(', ')})`,
+);
 console.log(`build: dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

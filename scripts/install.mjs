@@ -4,23 +4,36 @@
 // to rebuild). It finds libtorch — LIBTORCH, else a torch >= 2.4 the user already has (the
 // project's .venv or venv, $VIRTUAL_ENV, $CONDA_PREFIX, python3, `pip show torch`), else
 // the official torch wheel pip-installed once into a per-user cache shared by every
-// project (~/.cache/tsddp/torch-<version>) — and builds both addons with cmake-js. It
-// never runs apt-get unless given --install-system-deps: a missing compiler, cmake or
-// header is one message naming the Debian/Ubuntu packages to install.
-//   node scripts/install.mjs [--rebuild] [--install-system-deps]
+// project (~/.cache/tsddp/torch-<version>). Then the addons: the package's prebuilt ones
+// when one matches this machine and that torch (scripts/lib/prebuilt.mjs: no compiler
+// needed), else built here with cmake-js. It never runs apt-get unless given
+// --install-system-deps: a missing compiler, cmake or header is one message naming the
+// Debian/Ubuntu packages to install.
+//   node scripts/install.mjs [--rebuild] [--build-from-source] [--install-system-deps]
 // Env: LIBTORCH, GLOO_INCLUDE_DIR, TSDDP_TORCH_VERSION, TORCH_CXX11_ABI (as for
 // scripts/setup.mjs), TSDDP_CACHE_DIR (default $XDG_CACHE_HOME/tsddp or ~/.cache/tsddp).
 import { existsSync, openSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureAddons, glooIncludeRoot, missingBuildPackages, readStamp } from './lib/addons.mjs';
+import {
+  builtCurrent,
+  ensureAddons,
+  glooIncludeRoot,
+  missingBuildPackages,
+  readStamp,
+} from './lib/addons.mjs';
+import { installPrebuilt, prebuiltCurrent, selectPrebuilt } from './lib/prebuilt.mjs';
 import { aptInstall, fail, isRoot, SetupError } from './lib/proc.mjs';
 import { DEFAULT_TORCH_VERSION, findTorch, validateTorch } from './lib/torch.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const REBUILD = args.includes('--rebuild');
+// Compile even where a prebuilt addon matches: --rebuild, --build-from-source (npm passes
+// `npm install --build-from-source` to install scripts as npm_config_build_from_source).
+const FROM_SOURCE =
+  REBUILD || args.includes('--build-from-source') || process.env.npm_config_build_from_source === 'true';
 const SYSTEM_DEPS = args.includes('--install-system-deps');
 // npm (7 and later) runs install scripts with their output captured, and shows it only
 // when they fail (or with --foreground-scripts): the progress lines also go to the
@@ -53,7 +66,7 @@ export function cacheDir() {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tsddp');
 }
 
-function checkSystemDeps(glooRoot) {
+function checkSystemDeps(glooRoot, noPrebuilt) {
   step = 'system packages';
   const missing = missingBuildPackages(glooRoot);
   if (missing.length === 0) return;
@@ -67,10 +80,31 @@ function checkSystemDeps(glooRoot) {
   }
   const list = missing.map((m) => `  ${m.pkg.padEnd(12)} ${m.why}`).join('\n');
   fail(
-    `the native build needs these Debian/Ubuntu packages, which are missing:\n${list}\n` +
+    `${noPrebuilt ? `${noPrebuilt}, so ` : ''}the native build needs these Debian/Ubuntu packages, which are missing:\n${list}\n` +
       `install them with: sudo apt-get install -y ${pkgs.join(' ')}\n` +
       'then run: npx tsddp setup   (or let tsddp do it as root: npx tsddp setup --install-system-deps)',
   );
+}
+
+/**
+ * The prebuilt addons when one matches this machine and torch (docs/guide/install.md):
+ * 'up to date' or 'prebuilt'; else why not (a string), and the caller builds. A build made
+ * here that is still current is kept, as is one asked for (--rebuild, --build-from-source).
+ */
+function tryPrebuilt(torch, glooRoot) {
+  if (FROM_SOURCE || builtCurrent(ROOT, torch, glooRoot)) return { why: null };
+  const { entry, why } = selectPrebuilt(ROOT, torch);
+  if (entry === undefined) return { why };
+  if (prebuiltCurrent(ROOT, torch, entry)) return { done: 'up to date', entry };
+  step = 'prebuilt';
+  try {
+    const reported = installPrebuilt(ROOT, torch, entry);
+    log(`using the prebuilt addons ${entry.dir} (no compiler needed); they load, torch ${reported}`);
+    return { done: 'prebuilt', entry };
+  } catch (e) {
+    if (!(e instanceof SetupError)) throw e;
+    return { why: `the prebuilt addons ${entry.dir} cannot be used here (${e.message.trim()})` };
+  }
 }
 
 async function main() {
@@ -89,18 +123,22 @@ async function main() {
   });
   validateTorch(torch);
   log(`torch ${torch.version} from ${torch.source} (${torch.dir})`);
-  step = 'build';
   const glooRoot = glooIncludeRoot();
-  const beforeBuild = () => {
-    checkSystemDeps(glooRoot);
+  const prebuilt = tryPrebuilt(torch, glooRoot);
+  let addons = prebuilt.done === undefined ? undefined : `prebuilt ${prebuilt.entry.dir}, ${prebuilt.done}`;
+  if (addons === undefined) {
+    if (prebuilt.why) log(`${prebuilt.why}: building the addons here`);
     step = 'build';
-  };
-  const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log, beforeBuild });
-  if (!built) log('the addons are up to date');
+    const beforeBuild = () => {
+      checkSystemDeps(glooRoot, prebuilt.why);
+      step = 'build';
+    };
+    const { built } = ensureAddons(ROOT, torch, glooRoot, { rebuild: REBUILD, log, beforeBuild });
+    addons = built ? 'built here' : 'built here, up to date';
+  }
+  if (addons.endsWith('up to date')) log('the addons are up to date');
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
-  log(
-    `done in ${seconds} s: torch ${torch.version} from ${torch.source}; addons ${built ? 'built' : 'up to date'}`,
-  );
+  log(`done in ${seconds} s: torch ${torch.version} from ${torch.source}; addons ${addons}`);
 }
 
 try {

@@ -4,7 +4,16 @@
 // scripts/install.mjs (the installed package).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -12,12 +21,32 @@ import { cudaFlags } from './cuda.mjs';
 import { fail, onPath, run } from './proc.mjs';
 
 // Bump when the build command below changes, so existing builds are redone.
-const RECIPE = 2;
+const RECIPE = 3;
 
+export const releaseDir = (root) => join(root, 'native', 'build', 'Release');
 export const addonPaths = (root) => ({
-  addon: join(root, 'native', 'build', 'Release', 'tsddp.node'),
-  imageAddon: join(root, 'native', 'build', 'Release', 'tsddp_image.node'),
+  addon: join(releaseDir(root), 'tsddp.node'),
+  imageAddon: join(releaseDir(root), 'tsddp_image.node'),
 });
+
+/**
+ * Points native/build/Release/torch-lib at the torch's lib folder: the addon's RUNPATH is
+ * $ORIGIN/torch-lib (native/CMakeLists.txt), so this link is the one place that says which
+ * torch it loads, for a built and a prebuilt addon alike.
+ */
+export function linkTorch(root, torch) {
+  const link = join(releaseDir(root), 'torch-lib');
+  const target = join(torch.dir, 'lib');
+  let current;
+  try {
+    current = readlinkSync(link);
+  } catch {
+    current = undefined; // no link yet
+  }
+  if (current === target) return;
+  if (current !== undefined || existsSync(link)) rmSync(link, { recursive: true, force: true });
+  symlinkSync(target, link);
+}
 
 // ---- stamp ----
 const stampPath = (root) => join(root, '.tsddp', 'setup.json');
@@ -62,30 +91,36 @@ function listFiles(dir) {
     .sort();
 }
 
-const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+export const sha256 = (data) => createHash('sha256').update(data).digest('hex');
 
-/** A hash of everything the addons are built from: a changed input means a rebuild. */
-export function inputsHash(root, torch, glooRoot) {
-  const req = createRequire(join(root, 'package.json'));
-  const napi = JSON.parse(readFileSync(req.resolve('node-addon-api/package.json'), 'utf8'));
+/**
+ * A hash of the addons' sources and build recipe (not of the machine): a prebuilt addon is
+ * used only where the package's sources hash to what it was built from.
+ */
+export function sourcesHash(root) {
   const h = createHash('sha256');
-  h.update(
-    JSON.stringify([
-      RECIPE,
-      torch.dir,
-      torch.version,
-      torch.cxx11Abi,
-      glooRoot,
-      napi.version,
-      process.versions.node.split('.')[0],
-      process.versions.modules,
-    ]),
-  );
+  h.update(`recipe ${RECIPE}\n`);
   const native = join(root, 'native');
   const sources = [...listFiles(join(native, 'src')), ...listFiles(join(native, 'image'))];
   for (const f of [join(native, 'CMakeLists.txt'), ...sources])
     h.update(`${relative(root, f)}\0${sha256(readFileSync(f))}\n`);
   return h.digest('hex');
+}
+
+/** A hash of everything the addons are built from: a changed input means a rebuild. */
+export function inputsHash(root, torch, glooRoot) {
+  const req = createRequire(join(root, 'package.json'));
+  const napi = JSON.parse(readFileSync(req.resolve('node-addon-api/package.json'), 'utf8'));
+  const machine = [
+    torch.dir,
+    torch.version,
+    torch.cxx11Abi,
+    glooRoot,
+    napi.version,
+    process.versions.node.split('.')[0],
+    process.versions.modules,
+  ];
+  return sha256(`${sourcesHash(root)}\n${JSON.stringify(machine)}`);
 }
 
 export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
@@ -113,6 +148,7 @@ export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
     String(availableParallelism()),
     `--CDTORCH_DIR=${torch.dir}`,
     `--CDTORCH_CXX11_ABI=${torch.cxx11Abi}`,
+    '--CDTORCH_RUNPATH=$ORIGIN/torch-lib',
   ];
   // A non-default Gloo include root: cmake-js overrides CMAKE_CXX_FLAGS, so add it as a
   // standard include dir; always passed (empty by default) so the cache never keeps an
@@ -130,6 +166,7 @@ export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
   }
   for (const f of Object.values(addonPaths(root)))
     if (!existsSync(f)) fail(`build finished but ${relative(root, f)} is missing`);
+  linkTorch(root, torch);
 }
 
 /** Loads the addon in a child, so a crash on dlopen is reported, not fatal here; its torch version. */
@@ -141,6 +178,12 @@ export function verifyAddon(root) {
   const r = spawnSync(process.execPath, ['-e', code], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) fail(`the addon does not load:\n${r.stderr || r.stdout}`);
   return r.stdout.trim();
+}
+
+/** Whether native/build/Release holds addons built here from these very inputs. */
+export function builtCurrent(root, torch, glooRoot) {
+  const built = Object.values(addonPaths(root)).every((f) => existsSync(f));
+  return built && readStamp(root).inputsHash === inputsHash(root, torch, glooRoot);
 }
 
 /**
@@ -158,10 +201,10 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, befo
     cxx11Abi: torch.cxx11Abi,
   };
   const hash = inputsHash(root, torch, glooRoot);
-  const built = Object.values(addonPaths(root)).every((f) => existsSync(f));
-  if (!rebuild && built && stamp.inputsHash === hash) {
+  if (!rebuild && builtCurrent(root, torch, glooRoot)) {
     // Same inputs: rewrite the stamp only when the same torch was reached another way.
     if (Object.entries(record).some(([k, v]) => stamp[k] !== v)) writeStamp(root, { ...stamp, ...record });
+    linkTorch(root, torch);
     return { built: false };
   }
   beforeBuild();
@@ -170,7 +213,7 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, befo
   log(`building the addons (${rebuild ? 'rebuild' : 'inputs changed'})`);
   buildAddons(root, torch, glooRoot, { rebuild });
   const reported = verifyAddon(root);
-  writeStamp(root, { ...record, inputsHash: hash, builtAt: new Date().toISOString() });
+  writeStamp(root, { ...record, addons: 'built', inputsHash: hash, builtAt: new Date().toISOString() });
   log(`built the addons in ${((Date.now() - t0) / 1000).toFixed(1)} s; they load, torch ${reported}`);
   return { built: true };
 }
