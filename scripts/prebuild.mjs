@@ -30,7 +30,7 @@ import {
 } from './lib/addons.mjs';
 import { NAPI_VERSION, prebuildKey, prebuildsDir, requiredVersion, thisHost } from './lib/prebuilt.mjs';
 import { capture, fail, SetupError } from './lib/proc.mjs';
-import { DEFAULT_TORCH_VERSION } from './lib/torch.mjs';
+import { DEFAULT_TORCH_VERSION, findTorch, validateTorch } from './lib/torch.mjs';
 
 /** The torch the checkout's addons were built against, as its stamp records it. */
 function stampedTorch(stamp) {
@@ -81,7 +81,7 @@ function buildInfo(addon) {
  * { why } (and leaves no prebuilds/) when the build cannot be shipped: not built, built
  * from other sources than the checkout's, or against another torch than the default.
  */
-export function makePrebuilds(root, { clean = false, log = () => {} } = {}) {
+export function makePrebuilds(root) {
   rmSync(prebuildsDir(root), { recursive: true, force: true });
   const stamp = readStamp(root);
   const torch = stampedTorch(stamp);
@@ -94,10 +94,7 @@ export function makePrebuilds(root, { clean = false, log = () => {} } = {}) {
   if (host.platform !== 'linux' || host.glibc === undefined)
     return { why: 'prebuilds are made on glibc Linux only' };
   const glooRoot = glooIncludeRoot();
-  if (clean) {
-    process.env.CCACHE_DISABLE = '1'; // every object compiled now, none from the cache
-    ensureAddons(root, torch, glooRoot, { rebuild: true, log });
-  } else if (readStamp(root).inputsHash !== inputsHash(root, torch, glooRoot))
+  if (readStamp(root).inputsHash !== inputsHash(root, torch, glooRoot))
     return { why: 'the addons are older than the sources (run npm run setup)' };
 
   const addons = Object.values(addonPaths(root)).filter((f) => existsSync(f));
@@ -138,11 +135,20 @@ export function makePrebuilds(root, { clean = false, log = () => {} } = {}) {
   return { dir, hashes };
 }
 
+/** A build from scratch, ccache off, against the torch scripts/setup.mjs would take. */
+async function cleanBuild(root, log) {
+  const torch = await findTorch({ stamp: {}, venv: join(root, '.venv'), venvSource: '.venv', log });
+  validateTorch(torch);
+  process.env.CCACHE_DISABLE = '1'; // every object compiled now, none from the cache
+  ensureAddons(root, torch, glooIncludeRoot(), { rebuild: true, log });
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   const log = (msg) => console.log(`prebuild: ${msg}`);
   try {
-    const made = makePrebuilds(root, { clean: process.argv.includes('--clean'), log });
+    if (process.argv.includes('--clean')) await cleanBuild(root, log);
+    const made = makePrebuilds(root);
     if (made.why) fail(made.why);
     for (const [name, hash] of Object.entries(made.hashes))
       log(`prebuilds/${made.dir}/${name} sha256 ${hash}`);
