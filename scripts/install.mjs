@@ -125,7 +125,9 @@ async function main() {
   log(`torch ${torch.version} from ${torch.source} (${torch.dir})`);
   const glooRoot = glooIncludeRoot();
   const prebuilt = tryPrebuilt(torch, glooRoot);
-  let addons = prebuilt.done === undefined ? undefined : `prebuilt ${prebuilt.entry.dir}, ${prebuilt.done}`;
+  let addons;
+  if (prebuilt.done !== undefined)
+    addons = `prebuilt (${prebuilt.entry.dir})${prebuilt.done === 'up to date' ? ', up to date' : ''}`;
   if (addons === undefined) {
     if (prebuilt.why) log(`${prebuilt.why}: building the addons here`);
     step = 'build';

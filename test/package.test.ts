@@ -9,10 +9,12 @@ import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,21 +96,80 @@ test('the tarball holds the compiled package and no tests, fixtures or benchmark
   );
 });
 
-test('npm install builds the addons and a 2-rank DDP script runs with npx tsrun on plain node', (t) => {
+/**
+ * A PATH with node, npm, npx and sh and nothing else: no compiler, no cmake, no python3.
+ * The torch is the one in the project's .venv (a link to the checkout's), as a user who
+ * pip-installed torch there has it.
+ */
+function bareMachine(): NodeJS.ProcessEnv {
+  const bin = join(tmp, 'bare-bin');
+  mkdirSync(bin, { recursive: true });
+  for (const tool of ['node', 'npm', 'npx', 'sh']) {
+    const found = spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).stdout.trim();
+    assert.ok(found, `${tool} is not on PATH`);
+    if (!existsSync(join(bin, tool))) symlinkSync(found, join(bin, tool));
+  }
+  return { ...env, PATH: bin };
+}
+
+test('npm install without a compiler takes the prebuilt addons; a 2-rank DDP script runs with npx tsrun on plain node', (t) => {
+  const paths = packed.files.map((f) => f.path);
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'prebuilds', 'manifest.json'), 'utf8'));
+  const [prebuild] = manifest.prebuilds;
+  for (const name of Object.keys(prebuild.files))
+    assert.ok(paths.includes(`prebuilds/${prebuild.dir}/${name}`), `${name} is not in the tarball`);
   const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
+  assert.equal(stamp.torchSource, '.venv', "the checkout's torch is not in its .venv");
+  symlinkSync(join(ROOT, '.venv'), join(project, '.venv'));
   const t0 = Date.now();
   const { out } = ok(
     'npm',
-    ['install', join(tmp, packed.filename), '--no-audit', '--no-fund', '--prefer-offline'],
-    { env: { ...env, LIBTORCH: stamp.torchDir } },
+    [
+      'install',
+      join(tmp, packed.filename),
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      '--foreground-scripts',
+    ],
+    { env: bareMachine() },
   );
-  t.diagnostic(`npm install of the tarball (with the C++ build): ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  const seconds = (Date.now() - t0) / 1000;
+  t.diagnostic(
+    `npm install of the tarball, torch in the project's .venv, no compiler: ${seconds.toFixed(1)} s`,
+  );
   assert.doesNotMatch(out, /tsddp install: FAILED/);
+  assert.match(out, /tsddp install: torch 2\.13\.0\S* from the project's \.venv/);
+  assert.match(
+    out,
+    new RegExp(`using the prebuilt addons ${prebuild.dir.replace(/[.+]/g, '\\$&')} \\(no compiler needed\\)`),
+  );
+  assert.match(
+    out,
+    /tsddp install: done in \d+ s: torch .* from the project's \.venv; addons prebuilt \(linux-x64-/,
+  );
+  const installed = JSON.parse(
+    readFileSync(join(project, 'node_modules', 'tsddp', '.tsddp', 'setup.json'), 'utf8'),
+  );
+  assert.equal(installed.addons, 'prebuilt');
+  const info = ok('npx', ['tsddp', 'info', '--json'], { env: bareMachine() });
+  assert.equal(JSON.parse(info.stdout).addons, `prebuilt (${prebuild.dir})`);
+  // The JPEG addon decodes with the libjpeg shipped beside it (a bare machine has none).
+  const release = join(project, 'node_modules', 'tsddp', 'native', 'build', 'Release');
+  const decode = `import sharp from 'sharp'; import { createRequire } from 'node:module';
+    const jpeg = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#c81e1e' } }).jpeg().toBuffer();
+    const img = createRequire(import.meta.url)(${JSON.stringify(join(release, 'tsddp_image.node'))}).decodeJpeg(jpeg);
+    const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');
+    console.log(JSON.stringify([img.width, img.height, maps.match(/\\S*libjpeg\\S*/g)]));`;
+  const decoded = ok(process.execPath, ['--input-type=module', '-e', decode], { env: bareMachine() });
+  const [width, height, jpegLibs] = JSON.parse(decoded.stdout);
+  assert.deepEqual([width, height], [8, 6]);
+  assert.deepEqual([...new Set(jpegLibs)], [join(release, 'libjpeg.so.62')]);
 
   copyFileSync(join(ROOT, 'test', 'package', 'user-train.ts'), join(project, 'train.mjs'));
   const prefix = join(project, 'js');
   ok('npx', ['tsrun', '--nproc-per-node', '2', '--standalone', 'train.mjs'], {
-    env: { ...env, RESULT_PREFIX: prefix, OMP_NUM_THREADS: '1' },
+    env: { ...bareMachine(), RESULT_PREFIX: prefix, OMP_NUM_THREADS: '1' },
   });
   const ranks = [0, 1].map((r) => JSON.parse(readFileSync(`${prefix}.rank${r}.json`, 'utf8')));
   for (const r of ranks) {
@@ -235,10 +296,12 @@ test('the bundled script (esbuild, tsddp external) runs on plain node', () => {
 });
 
 test('npx tsddp setup finds the addons up to date, and an addon built for another torch is refused', () => {
-  const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
-  const { out } = ok('npx', ['tsddp', 'setup'], { env: { ...env, LIBTORCH: stamp.torchDir } });
+  const { out } = ok('npx', ['tsddp', 'setup'], { env: bareMachine() });
   assert.match(out, /the addons are up to date/);
-  assert.match(out, /tsddp install: done in \d+ s: torch [\d.]+\S* from .+; addons up to date/);
+  assert.match(
+    out,
+    /tsddp install: done in \d+ s: torch [\d.]+\S* from the project's \.venv; addons prebuilt \(.*\), up to date/,
+  );
 
   // As after `pip install -U torch` in the folder the addon links to: the stamp is what
   // the folder held at build time, so claiming another version there is the same fault.
@@ -267,9 +330,27 @@ test('a machine without the build tools gets one message naming the packages to 
   assert.match(r.out, /cmake +the build system/);
   assert.match(r.out, /sudo apt-get install -y (.* )?cmake/);
   assert.match(r.out, /npx tsddp setup --install-system-deps/);
+
+  // A torch no prebuilt is made for: the message says so first. The installed addons stay.
+  const manifestPath = join(project, 'node_modules', 'tsddp', 'prebuilds', 'manifest.json');
+  const manifest = readFileSync(manifestPath, 'utf8');
+  const installedStamp = join(project, 'node_modules', 'tsddp', '.tsddp', 'setup.json');
+  const before = readFileSync(installedStamp, 'utf8');
+  writeFileSync(manifestPath, manifest.replaceAll('2.13.0', '2.99.0'));
+  try {
+    const other = sh(process.execPath, [script], { env: { ...env, PATH: tmp } });
+    assert.equal(other.status, 1);
+    assert.match(
+      other.out,
+      /no prebuilt addons for torch 2\.13\.0\S* \(C\+\+11 ABI \d\); there are: linux-x64-glibc-torch2\.99\.0.*, so the native build needs these Debian\/Ubuntu packages/,
+    );
+    assert.equal(readFileSync(installedStamp, 'utf8'), before);
+  } finally {
+    writeFileSync(manifestPath, manifest);
+  }
 });
 
-test('npm install --ignore-scripts, then npx tsddp setup, builds the same package', (t) => {
+test('npm install --ignore-scripts, then npx tsddp setup --build-from-source, builds the same package', (t) => {
   const stamp = JSON.parse(readFileSync(join(ROOT, '.tsddp', 'setup.json'), 'utf8'));
   const second = join(tmp, 'second');
   ok('mkdir', ['-p', second]);
@@ -286,7 +367,12 @@ test('npm install --ignore-scripts, then npx tsddp setup, builds the same packag
   assert.match(unbuilt.out, /NativeAddonError: tsddp: the native addon is not built .*run `npx tsddp setup`/);
 
   const t0 = Date.now();
-  ok('npx', ['tsddp', 'setup'], { cwd: second, env: { ...env, LIBTORCH: stamp.torchDir } });
+  const built = ok('npx', ['tsddp', 'setup', '--build-from-source'], {
+    cwd: second,
+    env: { ...env, LIBTORCH: stamp.torchDir },
+  });
+  assert.match(built.out, /building the addons/);
+  assert.match(built.out, /done in \d+ s: torch .* from LIBTORCH; addons built here/);
   t.diagnostic(
     `npx tsddp setup in a second project: ${((Date.now() - t0) / 1000).toFixed(0)} s (ccache reused)`,
   );

@@ -21,7 +21,7 @@ import { cudaFlags } from './cuda.mjs';
 import { fail, onPath, run } from './proc.mjs';
 
 // Bump when the build command below changes, so existing builds are redone.
-const RECIPE = 3;
+const RECIPE = 4;
 
 export const releaseDir = (root) => join(root, 'native', 'build', 'Release');
 export const addonPaths = (root) => ({

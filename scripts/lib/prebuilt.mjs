@@ -94,17 +94,19 @@ export function prebuiltCurrent(root, torch, entry) {
  */
 export function installPrebuilt(root, torch, entry) {
   const from = join(prebuildsDir(root), entry.dir);
-  const to = releaseDir(root);
-  mkdirSync(to, { recursive: true });
   for (const [name, hash] of Object.entries(entry.files)) {
     const src = join(from, name);
     if (!existsSync(src) || sha256(readFileSync(src)) !== hash)
       fail(
         `prebuilds/${entry.dir}/${name} is missing or does not match its sha256 in prebuilds/manifest.json`,
       );
+  }
+  const to = releaseDir(root);
+  mkdirSync(to, { recursive: true });
+  for (const name of Object.keys(entry.files)) {
     const tmp = join(to, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      copyFileSync(src, tmp);
+      copyFileSync(join(from, name), tmp);
       renameSync(tmp, join(to, name));
     } finally {
       rmSync(tmp, { force: true });

@@ -8,6 +8,17 @@ interface SetupStamp {
   torchDir?: string;
   torchVersion?: string;
   torchSource?: string;
+  addons?: 'built' | 'prebuilt' | null;
+  prebuilt?: string;
+  builtAt?: string | null;
+}
+
+/** Where the addons came from: the package's prebuilt ones (scripts/lib/prebuilt.mjs) or a build here. */
+function addonsOrigin(stamp: SetupStamp): string {
+  if (stamp.addons === 'prebuilt') return `prebuilt (${stamp.prebuilt})`;
+  if (stamp.addons === 'built' || stamp.builtAt)
+    return `built here${stamp.builtAt ? ` (${stamp.builtAt})` : ''}`;
+  return 'unknown (not built by the setup or install script)';
 }
 
 function readStamp(): SetupStamp {
@@ -31,6 +42,7 @@ export function collectInfo(): Record<string, unknown> {
     torchVersion: b.torchVersion,
     libtorch: torchDir || 'unknown (run npm run setup)',
     libtorchSource: stamp.torchSource ?? 'unknown',
+    addons: addonsOrigin(stamp),
     cuda: b.cudaAvailable
       ? `available, ${b.cudaDeviceCount} device(s)`
       : b.cudaCompiled
