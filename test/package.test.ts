@@ -6,6 +6,7 @@
 // same training as TypeScript once tsx is installed. Several minutes: the C++ build.
 import assert from 'node:assert/strict';
 import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   existsSync,
@@ -379,4 +380,14 @@ test('npm install --ignore-scripts, then npx tsddp setup --build-from-source, bu
   const probe = "const t = await import('tsddp'); console.log(t.tensor([1, 2, 3]).sum().item())";
   const loaded = ok(process.execPath, ['--input-type=module', '-e', probe], { cwd: second });
   assert.match(loaded.stdout, /^6\n/);
+  // Built in another folder against the same torch (reached by another path) with the same
+  // compiler: the same bytes as the prebuilt ones (scripts/prebuild.mjs: reproducible).
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'prebuilds', 'manifest.json'), 'utf8'));
+  const release = join(second, 'node_modules', 'tsddp', 'native', 'build', 'Release');
+  for (const name of ['tsddp.node', 'tsddp_image.node']) {
+    const hash = createHash('sha256')
+      .update(readFileSync(join(release, name)))
+      .digest('hex');
+    assert.equal(hash, manifest.prebuilds[0].files[name], `${name} built here differs from the prebuilt one`);
+  }
 });
