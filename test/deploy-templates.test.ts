@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+// @ts-expect-error: a plain ES module of the install scripts, without declarations
+import { DEFAULT_TORCH_VERSION } from '../scripts/lib/torch.mjs';
 import { REPO_ROOT } from '../src/benchmark/reference.ts';
 import { freePort } from '../src/host/gang.ts';
 import { resolveLaunchConfig } from '../src/launch/options.ts';
@@ -158,4 +160,22 @@ test('tsrun takes torchrun’s PET_* variables for the flags not given; a given 
     [3, 1, 'node0', 29555, false],
   );
   assert.throws(() => resolveLaunchConfig(SCRIPT, [], {}, { PET_NNODES: 'x' }), /--nnodes/);
+});
+
+test('the container image installs the default torch and no build tools, and the templates run it', () => {
+  const dockerfile = readFileSync(join(REPO_ROOT, 'deploy/docker/Dockerfile'), 'utf8');
+  const code = dockerfile.replace(/^#.*\n/gm, '');
+  // The torch it installs is the one the prebuilt addons are made for (scripts/prebuild.mjs),
+  // from the CPU index, so the install step needs no compiler.
+  assert.match(code, new RegExp(`^ARG TORCH_VERSION=${DEFAULT_TORCH_VERSION.replaceAll('.', '\\.')}$`, 'm'));
+  assert.match(code, /^ARG TORCH_INDEX=https:\/\/download\.pytorch\.org\/whl\/cpu$/m);
+  const apt = /apt-get install -y --no-install-recommends ([^\n&\\]+)/.exec(code)?.[1]?.trim().split(/\s+/);
+  assert.deepEqual(apt, ['python3', 'python3-venv']);
+  assert.doesNotMatch(code, /\b(g\+\+|gcc|cmake|build-essential|\S+-dev)\b/);
+  // The install step finds that torch through $VIRTUAL_ENV (scripts/lib/torch.mjs).
+  const venv = /python3 -m venv (\S+)/.exec(code)?.[1];
+  assert.match(code, new RegExp(`^ENV VIRTUAL_ENV=${venv}$`, 'm'));
+  assert.match(code, /npm ci .*--foreground-scripts/);
+  for (const t of ['indexed-job.yaml', 'pytorchjob.yaml'])
+    assert.match(readFileSync(join(REPO_ROOT, 'deploy/kubernetes', t), 'utf8'), /deploy\/docker\/Dockerfile/);
 });
