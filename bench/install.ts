@@ -58,7 +58,9 @@ function bareBin(): string {
 
 /** The python3 that pip-installs torch into the cache (its folder goes on the bare PATH). */
 function probePython3(): string {
-  return realpathSync(spawnSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).stdout.trim());
+  // The interpreter itself, not a shim (pyenv's are bash scripts, and bash is not on PATH).
+  const r = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' });
+  return realpathSync(r.stdout.trim());
 }
 
 function freshProject(name: string): string {

@@ -355,14 +355,6 @@ export const TrainConfigSchema = z
           'join checkpoints at epoch ends only, when every rank holds the same state (--checkpoint-every 0)',
       });
     }
-    if (c.strategy === 'zero1' && c.uneven === 'join') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['strategy'],
-        message:
-          'zero1 with --uneven join is not supported yet (the optimizer would need to join too): use --uneven pad',
-      });
-    }
     if (c.strategy === 'fsdp')
       for (const [path, message] of fsdpConflicts(c)) ctx.addIssue({ code: 'custom', path: [path], message });
     if (c.syncBn && c.model.startsWith('vit')) {
