@@ -65,9 +65,11 @@ const out = run(
 );
 writeFileSync(join(bundleDir, 'data-worker.bundle.mjs'), JSON.parse(out).code);
 const prebuilt = makePrebuilds(ROOT);
-console.log(
-  prebuilt.why
-    ? `build: no prebuilt addons in the package: ${prebuilt.why}`
-    : `build: prebuilds/${prebuilt.dir} (${Object.keys(prebuilt.hashes).join(', ')})`,
-);
+if (prebuilt.why === undefined)
+  console.log(`build: prebuilds/${prebuilt.dir} (${Object.keys(prebuilt.hashes).join(', ')})`);
+else if (process.env.npm_lifecycle_event === 'prepack' && process.env.TSDDP_ALLOW_NO_PREBUILDS !== '1') {
+  // A package without them makes every user compile: refuse, unless asked for one.
+  console.error(`build: no prebuilt addons: ${prebuilt.why} (TSDDP_ALLOW_NO_PREBUILDS=1 packs without them)`);
+  process.exit(1);
+} else console.log(`build: no prebuilt addons in the package: ${prebuilt.why}`);
 console.log(`build: dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

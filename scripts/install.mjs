@@ -10,7 +10,7 @@
 // --install-system-deps: a missing compiler, cmake or header is one message naming the
 // Debian/Ubuntu packages to install.
 //   node scripts/install.mjs [--rebuild] [--build-from-source] [--install-system-deps]
-// Env: LIBTORCH, GLOO_INCLUDE_DIR, TSDDP_TORCH_VERSION, TORCH_CXX11_ABI (as for
+// Env: LIBTORCH, GLOO_INCLUDE_DIR, TSDDP_TORCH_VERSION, TSDDP_TORCH_INDEX, TORCH_CXX11_ABI (as for
 // scripts/setup.mjs), TSDDP_CACHE_DIR (default $XDG_CACHE_HOME/tsddp or ~/.cache/tsddp).
 import { existsSync, openSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -20,6 +20,7 @@ import {
   builtCurrent,
   ensureAddons,
   glooIncludeRoot,
+  linkTorch,
   missingBuildPackages,
   readStamp,
 } from './lib/addons.mjs';
@@ -95,7 +96,10 @@ function tryPrebuilt(torch, glooRoot) {
   if (FROM_SOURCE || builtCurrent(ROOT, torch, glooRoot)) return { why: null };
   const { entry, why } = selectPrebuilt(ROOT, torch);
   if (entry === undefined) return { why };
-  if (prebuiltCurrent(ROOT, torch, entry)) return { done: 'up to date', entry };
+  if (prebuiltCurrent(ROOT, torch, entry)) {
+    linkTorch(ROOT, torch); // the link may have gone since
+    return { done: 'up to date', entry };
+  }
   step = 'prebuilt';
   try {
     const reported = installPrebuilt(ROOT, torch, entry);

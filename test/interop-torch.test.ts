@@ -2,7 +2,7 @@
 // torch.distributed 2.13, so a world may mix PyTorch and tsddp ranks, and tsddp workers run
 // under the real torchrun (TORCHELASTIC_USE_AGENT_STORE: the agent hosts the store).
 // Each rank runs test/workers/interop_rank.py or interop-rank.mts — the same collectives,
-// then 3 DDP SGD steps of ResNet-18 (torchvision's module tree and state-dict keys, base
+// then 3 SGD steps (DDP, DDP with ZeroRedundancyOptimizer, or fully_shard) of ResNet-18 (torchvision's module tree and state-dict keys, base
 // width 16, 10 classes, batch 4 of 32x32 images per rank, 1/4 MiB buckets, BatchNorm
 // buffers broadcast from rank 0 before every forward) from one initial state dict that
 // PyTorch wrote as safetensors — and prints its results: the collectives' values, each
@@ -58,8 +58,10 @@ function results(out: string): RankResult[] {
     .sort((a, b) => a.rank - b.rank);
 }
 
-/** A 2-rank env:// world whose rank r runs sides[r]. */
-async function world(sides: [Side, Side]): Promise<RankResult[]> {
+type Strategy = 'ddp' | 'zero1' | 'fsdp';
+
+/** A 2-rank env:// world whose rank r runs sides[r], training under `strategy`. */
+async function world(sides: [Side, Side], strategy: Strategy = 'ddp'): Promise<RankResult[]> {
   const port = await freePort();
   const runs = await Promise.all(
     sides.map((side, rank) => {
@@ -71,8 +73,8 @@ async function world(sides: [Side, Side]): Promise<RankResult[]> {
         LOCAL_RANK: String(rank),
       };
       return side === 'pytorch'
-        ? run((torch as { python: string }).python, [PY_RANK, INIT], env)
-        : run(process.execPath, [...TSX, TS_RANK, INIT], env);
+        ? run((torch as { python: string }).python, [PY_RANK, INIT, strategy], env)
+        : run(process.execPath, [...TSX, TS_RANK, INIT, strategy], env);
     }),
   );
   for (const [rank, r] of runs.entries()) assert.equal(r.code, 0, `rank ${rank} (${sides[rank]}):\n${r.out}`);
@@ -84,10 +86,10 @@ async function world(sides: [Side, Side]): Promise<RankResult[]> {
   return out;
 }
 
-let reference: RankResult[] | undefined;
-async function allPyTorch(): Promise<RankResult[]> {
-  reference ??= await world(['pytorch', 'pytorch']);
-  return reference;
+const references = new Map<Strategy, RankResult[]>();
+async function allPyTorch(strategy: Strategy = 'ddp'): Promise<RankResult[]> {
+  if (!references.has(strategy)) references.set(strategy, await world(['pytorch', 'pytorch'], strategy));
+  return references.get(strategy) as RankResult[];
 }
 
 /**
@@ -95,13 +97,13 @@ async function allPyTorch(): Promise<RankResult[]> {
  * all-PyTorch world's. The parameters are also the same on both ranks; the buffers are not
  * (each rank's last forward updates rank 0's broadcast statistics with its own batch).
  */
-function assertSameAsPyTorch(got: RankResult[], ref: RankResult[]): void {
+function assertSameAsPyTorch(got: RankResult[], ref: RankResult[], replicated = true): void {
   for (const r of [0, 1]) {
     const { side: _a, ...mine } = got[r];
     const { side: _b, ...theirs } = ref[r];
     assert.deepEqual(mine, theirs, `rank ${r} (${got[r].side}) differs from PyTorch's rank ${r}`);
   }
-  assert.deepEqual(got[0].params, got[1].params, 'DDP leaves the same parameters on both ranks');
+  if (replicated) assert.deepEqual(got[0].params, got[1].params, 'the same parameters on both ranks');
 }
 
 test('a world of a PyTorch rank 0 and a tsddp rank 1 gives PyTorch’s results, bit for bit', {
@@ -115,6 +117,27 @@ test('a world of a tsddp rank 0 (serving the store) and a PyTorch rank 1 gives P
 }, async () => {
   assertSameAsPyTorch(await world(['tsddp', 'pytorch']), await allPyTorch());
 });
+
+// Beyond DDP: ZeroRedundancyOptimizer's shards and broadcasts, and fully_shard's
+// all-gathers and reduce-scatters, are PyTorch's too, so a mixed world trains as PyTorch's.
+for (const sides of [
+  ['pytorch', 'tsddp'],
+  ['tsddp', 'pytorch'],
+] as [Side, Side][]) {
+  test(`zero1: a world of a ${sides[0]} rank 0 and a ${sides[1]} rank 1 gives PyTorch’s ZeroRedundancyOptimizer results`, {
+    skip,
+  }, async () => {
+    assertSameAsPyTorch(await world(sides, 'zero1'), await allPyTorch('zero1'));
+  });
+  test(`fsdp: a world of a ${sides[0]} rank 0 and a ${sides[1]} rank 1 gives PyTorch’s fully_shard results, shard by shard`, {
+    skip,
+  }, async () => {
+    const got = await world(sides, 'fsdp');
+    assertSameAsPyTorch(got, await allPyTorch('fsdp'), false);
+    // Each rank holds its own rows of every parameter.
+    assert.notDeepEqual(got[0].params, got[1].params);
+  });
+}
 
 // torchrun's three ways to rendezvous: --standalone (c10d on a free local port), static
 // (--master-addr/--master-port), and c10d with an endpoint and id.

@@ -9,6 +9,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -28,6 +29,8 @@ import {
   versionAtLeast,
   // @ts-expect-error: as above
 } from '../scripts/lib/prebuilt.mjs';
+// @ts-expect-error: as above
+import { SetupError } from '../scripts/lib/proc.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const stamp = readStamp(ROOT);
@@ -39,7 +42,9 @@ const torch = {
 };
 const tmp = mkdtempSync(join(tmpdir(), 'tsddp-prebuilt-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
-const linux = { platform: 'linux', arch: 'x64', glibc: '2.36' };
+const linux = { platform: 'linux', arch: 'x64', glibc: '2.36', napi: 9 };
+/** The same torch version with another local tag (or one where it has none): another build of torch. */
+const otherBuild = torch.version.includes('+') ? torch.version.split('+')[0] : `${torch.version}+cu130`;
 
 interface Entry {
   dir: string;
@@ -110,13 +115,18 @@ test('the prebuild for this machine and torch is chosen; any other is refused wi
     /^no prebuilt addons for linux-arm64 \(there are: linux-x64-/,
   );
   assert.match(why({ ...linux, glibc: undefined }), /need glibc, and this machine has another C library/);
-  assert.match(why({ ...linux, glibc: '2.31' }), /need glibc >= 2\.34, and this machine has 2\.31/);
+  assert.match(
+    why({ ...linux, glibc: '2.31' }),
+    /need glibc >= 2\.34 and Node-API 8; this machine has glibc 2\.31/,
+  );
+  assert.match(why({ ...linux, napi: 7 }), /Node-API 8; this machine has glibc 2\.36, Node-API 7/);
   assert.match(
     why(linux, { ...torch, version: '2.12.0' }),
     /^no prebuilt addons for torch 2\.12\.0 \(C\+\+11 ABI/,
   );
   // The same version with another local tag is another build of torch (CUDA, not CPU).
-  assert.match(why(linux, { ...torch, version: '2.13.0' }), /^no prebuilt addons for torch 2\.13\.0 /);
+  const other = why(linux, { ...torch, version: otherBuild });
+  assert.ok(other.startsWith(`no prebuilt addons for torch ${otherBuild} `), other);
   assert.match(why(linux, { ...torch, cxx11Abi: 1 - torch.cxx11Abi }), /C\+\+11 ABI/);
   assert.match(why(linux, torch, join(tmp, 'none')), /this package has no prebuilt addons/);
   const stale = packageWith('stale', {}, 'f'.repeat(64));
@@ -142,8 +152,49 @@ test('a prebuild installs: files checked and copied, torch-lib linked, loaded, s
   const code = `const a = require(${JSON.stringify(join(release, 'tsddp.node'))}); console.log(a.buildInfo().torchVersion)`;
   const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  // Another torch folder for the same prebuild: the link moves, and the stamp says so.
+  // Another torch folder for the same prebuild is not this install.
   assert.equal(prebuiltCurrent(root, { ...torch, dir: join(tmp, 'elsewhere') }, entry), false);
+  // Nothing is left of the staging folder it was loaded in first.
+  assert.deepEqual(
+    readdirSync(join(root, 'native', 'build')).filter((f) => f.startsWith('.')),
+    [],
+  );
+});
+
+/** Whether `f` is a SetupError whose message matches `re` (what install.mjs falls back on). */
+const setupError = (re: RegExp) => (f: unknown) => f instanceof SetupError && re.test((f as Error).message);
+
+test('a prebuild that does not load here leaves the addons that were there, and says why', () => {
+  const root = packageWith('noload');
+  const { entry } = selectPrebuilt(root, torch, linux);
+  installPrebuilt(root, torch, entry); // a working install first
+  const release = join(root, 'native', 'build', 'Release');
+  const before = readFileSync(join(release, 'tsddp.node'));
+  const stampBefore = readStamp(root);
+  // A "prebuilt" tsddp.node that is no shared library, listed with its own sha256.
+  const broken = Buffer.from('not an ELF file');
+  writeFileSync(join(root, 'prebuilds', entry.dir, 'tsddp.node'), broken);
+  const manifestPath = join(root, 'prebuilds', 'manifest.json');
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  manifest.prebuilds[0].files['tsddp.node'] = sha256(broken);
+  writeFileSync(manifestPath, JSON.stringify(manifest));
+  const { entry: brokenEntry } = selectPrebuilt(root, torch, linux);
+  assert.throws(() => installPrebuilt(root, torch, brokenEntry), setupError(/the addon does not load/));
+  assert.deepEqual(readFileSync(join(release, 'tsddp.node')), before);
+  assert.deepEqual(readStamp(root), stampBefore);
+  assert.deepEqual(
+    readdirSync(join(root, 'native', 'build')).filter((f) => f.startsWith('.')),
+    [],
+  );
+});
+
+test('a manifest naming a file outside its folder is refused', () => {
+  const root = packageWith('escape');
+  const { entry } = selectPrebuilt(root, torch, linux);
+  assert.throws(
+    () => installPrebuilt(root, torch, { ...entry, files: { '../../x.node': entry.files['tsddp.node'] } }),
+    setupError(/names a file outside its folder: \.\.\/\.\.\/x\.node/),
+  );
 });
 
 test('a corrupt prebuilt file is refused before anything is copied', () => {
@@ -155,9 +206,7 @@ test('a corrupt prebuilt file is refused before anything is copied', () => {
   writeFileSync(file, bytes);
   assert.throws(
     () => installPrebuilt(root, torch, entry),
-    (e: Error) =>
-      e.name === 'Error' &&
-      /prebuilds\/linux-x64-.*\/tsddp_image\.node is missing or does not match its sha256/.test(e.message),
+    setupError(/prebuilds\/linux-x64-.*\/tsddp_image\.node is missing or does not match its sha256/),
   );
   assert.equal(existsSync(join(root, 'native', 'build', 'Release', 'tsddp.node')), false);
   assert.deepEqual(readStamp(root), {});

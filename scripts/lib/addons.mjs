@@ -3,13 +3,14 @@
 // that src/core/native.ts checks at load. Shared by scripts/setup.mjs (a checkout) and
 // scripts/install.mjs (the installed package).
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -30,22 +31,29 @@ export const addonPaths = (root) => ({
 });
 
 /**
- * Points native/build/Release/torch-lib at the torch's lib folder: the addon's RUNPATH is
- * $ORIGIN/torch-lib (native/CMakeLists.txt), so this link is the one place that says which
- * torch it loads, for a built and a prebuilt addon alike.
+ * Points `dir`/torch-lib (default native/build/Release) at the torch's lib folder: the
+ * addon's RUNPATH is $ORIGIN/torch-lib (native/CMakeLists.txt), so this link is the one
+ * place that says which torch it loads, for a built and a prebuilt addon alike. Replaced
+ * by a rename, so a process starting meanwhile finds the old link or the new one.
  */
-export function linkTorch(root, torch) {
-  const link = join(releaseDir(root), 'torch-lib');
+export function linkTorch(root, torch, dir = releaseDir(root)) {
+  const link = join(dir, 'torch-lib');
   const target = join(torch.dir, 'lib');
   let current;
   try {
     current = readlinkSync(link);
   } catch {
-    current = undefined; // no link yet
+    current = undefined; // no link yet (or not a link: replaced below)
   }
   if (current === target) return;
-  if (current !== undefined || existsSync(link)) rmSync(link, { recursive: true, force: true });
-  symlinkSync(target, link);
+  const tmp = join(dir, `.torch-lib.${randomBytes(6).toString('hex')}`);
+  symlinkSync(target, tmp);
+  try {
+    renameSync(tmp, link);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    fail(`cannot link ${link} to ${target}: ${e.message}`);
+  }
 }
 
 // ---- stamp ----
@@ -101,7 +109,10 @@ export function sourcesHash(root) {
   const h = createHash('sha256');
   h.update(`recipe ${RECIPE}\n`);
   const native = join(root, 'native');
-  const sources = [...listFiles(join(native, 'src')), ...listFiles(join(native, 'image'))];
+  // The compiled inputs only: an editor's or the OS's stray file must not change it.
+  const sources = [...listFiles(join(native, 'src')), ...listFiles(join(native, 'image'))].filter((f) =>
+    /\.(cc|h)$/.test(f),
+  );
   for (const f of [join(native, 'CMakeLists.txt'), ...sources])
     h.update(`${relative(root, f)}\0${sha256(readFileSync(f))}\n`);
   return h.digest('hex');
@@ -169,10 +180,15 @@ export function buildAddons(root, torch, glooRoot, { rebuild = false } = {}) {
   linkTorch(root, torch);
 }
 
-/** Loads the addon in a child, so a crash on dlopen is reported, not fatal here; its torch version. */
-export function verifyAddon(root) {
-  const { addon } = addonPaths(root);
+/**
+ * Loads both addons (from `dir`, default native/build/Release) in a child, so a crash on
+ * dlopen is reported, not fatal here; returns the torch version tsddp.node reports.
+ */
+export function verifyAddon(root, dir = releaseDir(root)) {
+  const addon = join(dir, 'tsddp.node');
+  const image = join(dir, 'tsddp_image.node');
   const code = `const a = require(${JSON.stringify(addon)});
+    if (require('node:fs').existsSync(${JSON.stringify(image)})) require(${JSON.stringify(image)});
     const i = typeof a.buildInfo === 'function' ? a.buildInfo() : {};
     console.log(i.torchVersion ?? i.torch ?? '(no buildInfo().torchVersion yet)');`;
   const r = spawnSync(process.execPath, ['-e', code], { cwd: root, encoding: 'utf8' });
@@ -208,6 +224,11 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, befo
     return { built: false };
   }
   beforeBuild();
+  // What a prebuilt install put beside the addons (its bundled libjpeg) must not shadow
+  // the system's for an addon built here.
+  if (stamp.addons === 'prebuilt')
+    for (const f of stamp.files ?? [])
+      if (basename(f) === f) rmSync(join(releaseDir(root), f), { force: true });
   // Recorded before building: a failed build must not re-probe python or re-run pip.
   writeStamp(root, { ...record, inputsHash: null, builtAt: null });
   log(`building the addons (${rebuild ? 'rebuild' : 'inputs changed'})`);

@@ -6,9 +6,9 @@
 // the torch it found (the addon's RUNPATH is $ORIGIN/torch-lib): no compiler needed.
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { linkTorch, readStamp, releaseDir, sha256, sourcesHash, verifyAddon, writeStamp } from './addons.mjs';
-import { fail } from './proc.mjs';
+import { fail, SetupError } from './proc.mjs';
 
 export const NAPI_VERSION = 8; // native/CMakeLists.txt: NAPI_VERSION=8
 export const prebuildsDir = (root) => join(root, 'prebuilds');
@@ -21,7 +21,7 @@ export const prebuildKey = (e) =>
 /** This machine: platform, arch and glibc version ('2.36'; undefined with another C library). */
 export function thisHost() {
   const glibc = process.report?.getReport?.().header?.glibcVersionRuntime;
-  return { platform: process.platform, arch: process.arch, glibc };
+  return { platform: process.platform, arch: process.arch, glibc, napi: Number(process.versions.napi) };
 }
 
 /** a >= b for dotted version numbers ('2.36' >= '2.34'). */
@@ -65,9 +65,13 @@ export function selectPrebuilt(root, torch, host = thisHost()) {
     return { why: `no prebuilt addons for ${host.platform}-${host.arch} (there are: ${list})` };
   if (glibc === undefined)
     return { why: 'the prebuilt addons need glibc, and this machine has another C library' };
-  const fits = here.filter((e) => versionAtLeast(glibc, e.glibc));
-  if (fits.length === 0)
-    return { why: `the prebuilt addons need glibc >= ${here[0].glibc}, and this machine has ${glibc}` };
+  const fits = here.filter((e) => versionAtLeast(glibc, e.glibc) && e.napi <= (host.napi ?? Infinity));
+  if (fits.length === 0) {
+    const least = here.map((e) => e.glibc).sort((a, b) => (versionAtLeast(a, b) ? 1 : -1))[0];
+    return {
+      why: `the prebuilt addons need glibc >= ${least} and Node-API ${here[0].napi}; this machine has glibc ${glibc}, Node-API ${host.napi}`,
+    };
+  }
   const entry = fits.find((e) => e.torchVersion === torch.version && e.cxx11Abi === torch.cxx11Abi);
   if (entry === undefined)
     return {
@@ -87,43 +91,50 @@ export function prebuiltCurrent(root, torch, entry) {
 }
 
 /**
- * Copies the prebuild into native/build/Release (each file checked against its sha256, then
- * renamed into place, so a process still running the old addon keeps its mapping), links
- * torch-lib to `torch`, loads it in a child, and stamps it. Throws a SetupError when a file
- * is corrupt or the addon does not load here: the caller builds instead.
+ * Installs the prebuild into native/build/Release: each file checked against its sha256,
+ * copied into a staging folder beside it, loaded there in a child (its own torch-lib link:
+ * the RUNPATH is relative to the addon), and only then renamed into place, so a prebuild
+ * that does not load here leaves the addons that were there, and a process still running
+ * the old addon keeps its mapping. Then stamps it. Throws a SetupError when a file is
+ * corrupt, cannot be copied or does not load here: the caller builds instead.
  */
 export function installPrebuilt(root, torch, entry) {
   const from = join(prebuildsDir(root), entry.dir);
-  for (const [name, hash] of Object.entries(entry.files)) {
+  const names = Object.keys(entry.files);
+  for (const name of names) {
     const src = join(from, name);
-    if (!existsSync(src) || sha256(readFileSync(src)) !== hash)
+    if (basename(name) !== name) fail(`prebuilds/manifest.json names a file outside its folder: ${name}`);
+    if (!existsSync(src) || sha256(readFileSync(src)) !== entry.files[name])
       fail(
         `prebuilds/${entry.dir}/${name} is missing or does not match its sha256 in prebuilds/manifest.json`,
       );
   }
   const to = releaseDir(root);
-  mkdirSync(to, { recursive: true });
-  for (const name of Object.keys(entry.files)) {
-    const tmp = join(to, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      copyFileSync(join(from, name), tmp);
-      renameSync(tmp, join(to, name));
-    } finally {
-      rmSync(tmp, { force: true });
-    }
+  const staging = join(dirname(to), `.prebuilt-${randomBytes(6).toString('hex')}`);
+  try {
+    mkdirSync(staging, { recursive: true });
+    for (const name of names) copyFileSync(join(from, name), join(staging, name));
+    linkTorch(root, torch, staging);
+    const reported = verifyAddon(root, staging);
+    mkdirSync(to, { recursive: true });
+    for (const name of names) renameSync(join(staging, name), join(to, name));
+    linkTorch(root, torch);
+    writeStamp(root, {
+      torchDir: torch.dir,
+      torchVersion: torch.version,
+      torchSource: torch.source,
+      cxx11Abi: torch.cxx11Abi,
+      addons: 'prebuilt',
+      prebuilt: entry.dir,
+      files: names,
+      inputsHash: null,
+      installedAt: new Date().toISOString(),
+    });
+    return reported;
+  } catch (e) {
+    if (e instanceof SetupError) throw e;
+    throw new SetupError(`cannot install prebuilds/${entry.dir}: ${e.message}`);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
   }
-  linkTorch(root, torch);
-  // The stamp first names no addons: one that does not load must not pass as installed.
-  const record = { torchDir: torch.dir, torchVersion: torch.version, torchSource: torch.source };
-  writeStamp(root, { ...record, cxx11Abi: torch.cxx11Abi, addons: null, inputsHash: null });
-  const reported = verifyAddon(root);
-  writeStamp(root, {
-    ...record,
-    cxx11Abi: torch.cxx11Abi,
-    addons: 'prebuilt',
-    prebuilt: entry.dir,
-    inputsHash: null,
-    installedAt: new Date().toISOString(),
-  });
-  return reported;
 }

@@ -72,7 +72,7 @@ export function pipShowTorch() {
  * names every wheel; a local one is measured on disk, a remote one by its Content-Length.
  * undefined when pip or the index cannot tell (the download then goes ahead unmeasured).
  */
-export async function downloadSize(python, spec) {
+export async function downloadSize(python, spec, pipArgs = []) {
   const dir = mkdtempSync(join(tmpdir(), 'tsddp-pip-report-'));
   try {
     const report = join(dir, 'report.json');
@@ -85,6 +85,7 @@ export async function downloadSize(python, spec) {
       '--quiet',
       '--report',
       report,
+      ...pipArgs,
       spec,
     ];
     if (!capture(python, args).ok || !existsSync(report)) return undefined;
@@ -126,11 +127,15 @@ export async function pipInstallTorch(venv, log, allowApt) {
       run('python3', ['-m', 'venv', venv]);
     }
   }
-  const bytes = await downloadSize(py, `torch==${version}`);
+  // TSDDP_TORCH_INDEX: the index to take torch from (https://download.pytorch.org/whl/cpu
+  // gives the CPU wheel the prebuilt addons match; PyPI's Linux x64 torch is the CUDA build).
+  const index = process.env.TSDDP_TORCH_INDEX ? ['--index-url', process.env.TSDDP_TORCH_INDEX] : [];
+  const bytes = await downloadSize(py, `torch==${version}`, index);
   const size = bytes === undefined ? 'size unknown' : `${(bytes / 1e6).toFixed(0)} MB to download`;
-  log(`pip install torch==${version} into ${venv} (${size}; one-time, a few minutes)`);
+  const from = index.length ? ` from ${index[1]}` : '';
+  log(`pip install torch==${version}${from} into ${venv} (${size}; one-time, a few minutes)`);
   const quiet = process.env.CI ? ['--progress-bar', 'off'] : [];
-  run(py, ['-m', 'pip', 'install', '--disable-pip-version-check', ...quiet, `torch==${version}`]);
+  run(py, ['-m', 'pip', 'install', '--disable-pip-version-check', ...quiet, ...index, `torch==${version}`]);
   return probePython(py) ?? fail(`torch is still not importable from ${py} after pip install`);
 }
 

@@ -325,7 +325,7 @@ function checkBuiltTorch(): void {
   const found = now === undefined ? 'that folder no longer holds a torch' : `it now holds torch ${now}`;
   throw new NativeAddonError(
     `tsddp: the native addon was built against torch ${stamp.torchVersion} in ${stamp.torchDir}, ` +
-      `but ${found}; rebuild it with \`${setupCommand} --rebuild\``,
+      `but ${found}; reinstall it for that torch with \`${setupCommand}\``,
   );
 }
 

@@ -2,13 +2,14 @@
 # the tsddp side is interop-rank.mts and does exactly the same). env:// rendezvous, Gloo.
 #
 #   interop_rank.py --write-init INIT.safetensors   # writes the seeded ResNet-18's state
-#   interop_rank.py INIT.safetensors                # one rank (RANK, WORLD_SIZE, MASTER_*)
+#   interop_rank.py INIT.safetensors [ddp|zero1|fsdp]  # one rank (RANK, WORLD_SIZE, MASTER_*)
 #
-# A rank prints one JSON line: each collective's result, the loss of each of 3 DDP SGD
-# steps of ResNet-18 (torchvision's module tree and state-dict keys, written out below as
+# A rank prints one JSON line: each collective's result, the loss of each of 3 SGD
+# steps (DDP; DDP with ZeroRedundancyOptimizer; or fully_shard on each residual block
+# and the model, no DDP) of ResNet-18 (torchvision's module tree and state-dict keys, written out below as
 # torchvision is not installed; base width 16 instead of 64 to spare the CPU, 10 classes,
 # batch 4 of 32x32 images, 1/4 MiB buckets) started from INIT, and the sha256 of every
-# parameter and buffer after them.
+# parameter (under fsdp, of this rank's shard) and buffer after them.
 import ctypes
 import hashlib
 import json
@@ -139,12 +140,30 @@ dist.reduce_scatter(rs, [torch.tensor([float(r + i), float(10 * i)]) for i in ra
 out["reduce_scatter"] = rs.tolist()
 dist.barrier()
 
+strategy = sys.argv[2] if len(sys.argv) > 2 else "ddp"
 model = ResNet18(num_classes=10, width=16)
 model.load_state_dict(read_safetensors(sys.argv[1]))
-# DDP broadcasts rank 0's parameters and buffers here, and the buffers (BatchNorm's running
-# statistics) again before every forward (broadcast_buffers=True).
-ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.25)
-opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+sgd = {"lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4}
+if strategy == "fsdp":
+    from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+    from torch.distributed.fsdp import fully_shard  # noqa: E402
+
+    mesh = init_device_mesh("cpu", (n,))
+    for layer in (model.layer1, model.layer2, model.layer3, model.layer4):
+        for block in layer:
+            fully_shard(block, mesh=mesh)
+    ddp = fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), **sgd)
+else:
+    # DDP broadcasts rank 0's parameters and buffers here, and the buffers (BatchNorm's running
+    # statistics) again before every forward (broadcast_buffers=True).
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.25)
+    if strategy == "zero1":
+        from torch.distributed.optim import ZeroRedundancyOptimizer  # noqa: E402
+
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, **sgd)
+    else:
+        opt = torch.optim.SGD(model.parameters(), **sgd)
 data = torch.arange(4 * 3 * 32 * 32, dtype=torch.float32).remainder(251).mul(0.004).sub(0.5)
 data = data.mul(r + 1).reshape(4, 3, 32, 32)
 target = torch.arange(4).mul(3).add(r).remainder(10)
@@ -155,7 +174,8 @@ for _ in range(3):
     loss.backward()
     opt.step()
     out["losses"].append(loss.item())
-out["params"] = [[k, hashlib.sha256(raw(p)).hexdigest()] for k, p in model.named_parameters()]
+local = (lambda p: p.to_local()) if strategy == "fsdp" else (lambda p: p)
+out["params"] = [[k, hashlib.sha256(raw(local(p))).hexdigest()] for k, p in model.named_parameters()]
 out["buffers"] = [[k, hashlib.sha256(raw(b)).hexdigest()] for k, b in model.named_buffers()]
 print(json.dumps({"rank": r, "side": "pytorch", **out}), flush=True)
 dist.destroy_process_group()
