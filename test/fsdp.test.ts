@@ -39,31 +39,36 @@ interface Tolerance {
 }
 const FP32: Tolerance = { loss: 1e-6, rtol: 1e-5, atol: 1e-6, noise: 5e-5 };
 
+/** The parameters after, by name, against PyTorch's. */
+function assertParamsClose(
+  got: Record<string, number[]>,
+  want: Record<string, FixtureTensor>,
+  tol: Tolerance,
+  label: string,
+): void {
+  assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort());
+  for (const [k, v] of Object.entries(want)) {
+    // The key part of c_attn.bias ([16, 32) at width 16) has an analytically zero gradient
+    // (softmax ignores a shift shared by all keys): rounding noise that AdamW scales up to
+    // ~1e-5, different in any other kernel order. Everything else to 1e-5.
+    if (k.endsWith('attn.c_attn.bias')) {
+      const at = (from: number, to: number) => [got[k].slice(from, to), v.data.slice(from, to)] as const;
+      for (const [from, to, atol] of [
+        [0, 16, 1e-6],
+        [16, 32, tol.noise],
+        [32, 48, 1e-6],
+      ] as const)
+        assertClose(...at(from, to), tol.rtol, Math.max(atol, tol.atol), `${label} ${k}[${from}:${to}]`);
+    } else assertClose(got[k], v.data, tol.rtol, tol.atol, `${label} ${k}`);
+  }
+}
+
 function check(rs: Result[], c: Case, tol: Tolerance = FP32): void {
   for (const [rank, r] of rs.entries()) {
     const want = fx.ranks[rank][c];
     assertClose(r.losses, want.losses, tol.loss, 1e-6, `rank ${rank} ${c} losses`);
     assert.deepEqual(Object.keys(r.after).sort(), Object.keys(want.after).sort());
-    for (const [k, v] of Object.entries(want.after)) {
-      // The key part of c_attn.bias ([16, 32) at width 16) has an analytically zero gradient
-      // (softmax ignores a shift shared by all keys): rounding noise that AdamW scales up to
-      // ~1e-5, different in any other kernel order. Everything else to 1e-5.
-      if (k.endsWith('attn.c_attn.bias')) {
-        const at = (from: number, to: number) =>
-          [r.after[k].slice(from, to), v.data.slice(from, to)] as const;
-        for (const [from, to, atol] of [
-          [0, 16, 1e-6],
-          [16, 32, tol.noise],
-          [32, 48, 1e-6],
-        ] as const)
-          assertClose(
-            ...at(from, to),
-            tol.rtol,
-            Math.max(atol, tol.atol),
-            `rank ${rank} ${c} ${k}[${from}:${to}]`,
-          );
-      } else assertClose(r.after[k], v.data, tol.rtol, tol.atol, `rank ${rank} ${c} ${k}`);
-    }
+    assertParamsClose(r.after, want.after, tol, `rank ${rank} ${c}`);
     // The whole optimizer state (getOptimizerStateDict) is PyTorch's get_optimizer_state_dict's,
     // and loads back (setOptimizerStateDict) to the same.
     for (const [name, st] of Object.entries(want.optimizer ?? {}))
@@ -138,6 +143,38 @@ test('a full state dict from world 2 loads into a model sharded over 3 ranks (un
     assert.equal(r.same, true, 'gathered back whole, equal to what was loaded');
     assert.equal(r.loss, r.plainLoss);
   }
+});
+
+test('hybrid sharding: a 2 x 2 DeviceMesh shards within rows and averages across them, as PyTorch’s HSDP', async () => {
+  const hsdp = JSON.parse(
+    readFileSync(new URL('./fixtures/distributed/hsdp.json', import.meta.url), 'utf8'),
+  ) as {
+    after: Record<string, FixtureTensor>;
+    ranks: { losses: number[]; shardRows: number }[];
+  };
+  const rs = okResults(
+    await runJob<{
+      losses: number[];
+      shardRows: number;
+      coordinate: number[];
+      groups: number[][];
+      after: Record<string, number[]>;
+    }>('hsdp', { worldSize: 4, timeoutMs: 120_000 }),
+  );
+  for (const [rank, r] of rs.entries()) {
+    // PyTorch's layout: rows [0, 1] and [2, 3] shard, columns [0, 2] and [1, 3] replicate.
+    assert.deepEqual(r.coordinate, [Math.floor(rank / 2), rank % 2]);
+    assert.deepEqual(r.groups, [
+      [rank % 2, (rank % 2) + 2],
+      [rank - (rank % 2), rank - (rank % 2) + 1],
+    ]);
+    assert.equal(r.shardRows, hsdp.ranks[rank].shardRows, `rank ${rank}: its shard of wte, half the rows`);
+    assertClose(r.losses, hsdp.ranks[rank].losses, FP32.loss, 1e-6, `rank ${rank} losses`);
+    assertParamsClose(r.after, hsdp.after, FP32, `rank ${rank}`);
+    assert.deepEqual(r.after, rs[0].after, `rank ${rank}: every replica ends with the same parameters`);
+  }
+  // Each rank trained on its own batches: the replicas saw different data, yet agree.
+  assert.notDeepEqual(rs[0].losses, rs[2].losses);
 });
 
 test('fullyShard refuses what it cannot honour, naming it', async () => {

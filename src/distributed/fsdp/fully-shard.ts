@@ -13,12 +13,15 @@
 //   after backward: (a callback at the end of the graph) what is left is reduced, every
 //                   group freed.
 // The optimizer runs on the shards (the module's registered parameters between forwards).
+// Over a 2-D DeviceMesh (HSDP), each row of the mesh shards, and each reduced shard is
+// then averaged across the rows (an all-reduce), as FSDP2's foreach_reduce does.
 import { isGradEnabled } from '../../autograd/index.ts';
 import { isFloatingPoint } from '../../core/dtype.ts';
 import { native } from '../../core/native.ts';
 import { Tensor } from '../../core/tensor.ts';
 import type { Module } from '../../nn/module.ts';
 import { checkpointPhase } from '../../utils/checkpoint.ts';
+import { DeviceMesh } from '../device-mesh.ts';
 import { type ProcessGroup, resolveGroup } from '../process-group.ts';
 import {
   FSDPParam,
@@ -29,8 +32,13 @@ import {
 } from './param-group.ts';
 
 export interface FullyShardOptions {
-  /** The ranks to shard over: a process group (PyTorch: a 1-D DeviceMesh). Default: the world. */
-  mesh?: ProcessGroup | null;
+  /**
+   * The ranks to shard over: a 1-D DeviceMesh or a process group (default: the world); or
+   * a 2-D DeviceMesh for hybrid sharding (HSDP): shard along its last dimension, replicate
+   * along its first (the gradients are reduce-scattered within a row, then all-reduced
+   * across the rows).
+   */
+  mesh?: DeviceMesh | ProcessGroup | null;
   /** Free the gathered parameters after forward and gather them again for backward. Default true. */
   reshardAfterForward?: boolean;
   mpPolicy?: MixedPrecisionPolicy;
@@ -187,6 +195,16 @@ function forwardOf(state: State, original: (...args: unknown[]) => unknown) {
   };
 }
 
+/** The group to shard over, and (a 2-D mesh: HSDP) the one to replicate over. */
+function meshGroups(mesh: FullyShardOptions['mesh']): {
+  shard: ProcessGroup;
+  replicate: ProcessGroup | null;
+} {
+  if (!(mesh instanceof DeviceMesh)) return { shard: resolveGroup(mesh), replicate: null };
+  if (mesh.ndim === 1) return { shard: mesh.getGroup(0), replicate: null };
+  return { shard: mesh.getGroup(1), replicate: mesh.getGroup(0) };
+}
+
 /**
  * Shards `module`'s parameters over the ranks of `mesh` (torch.distributed.fsdp.fully_shard):
  * those not already sharded by a fullyShard() on a module inside it. Returns the module,
@@ -207,7 +225,7 @@ export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions 
       'fullyShard(): reshardAfterForward must be true or false (a world size to reshard to is not offered)',
     );
   if (states.has(module)) throw new TypeError('fullyShard(): this module is already fully sharded');
-  const pg = resolveGroup(opts.mesh);
+  const { shard: pg, replicate } = meshGroups(opts.mesh);
   if (!pg.isMember) throw new TypeError('fullyShard(): this rank is not in the mesh');
 
   // Its parameters, except those of modules sharded already (tied ones once, with every owner).
@@ -239,7 +257,7 @@ export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions 
     throw new TypeError(`fullyShard(): the parameters have several dtypes (${[...dtypes].join(', ')})`);
   const state: State = {
     module,
-    group: new FSDPParamGroup(params, pg, reshardAfterForward, opts.mpPolicy ?? {}),
+    group: new FSDPParamGroup(params, pg, reshardAfterForward, opts.mpPolicy ?? {}, replicate),
     isRoot: false,
     initialized: false,
     inBackward: false,

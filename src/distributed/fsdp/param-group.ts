@@ -15,6 +15,7 @@ import type { Tensor } from '../../core/tensor.ts';
 import type { Module } from '../../nn/module.ts';
 import { Parameter } from '../../nn/parameter.ts';
 import {
+  allReduce,
   type PendingCollective,
   startAllGatherIntoTensor,
   startReduceScatterTensor,
@@ -145,6 +146,8 @@ interface Reducing {
   output: Tensor;
   params: FSDPParam[];
   call: PendingCollective;
+  /** HSDP: the group the reduced shard is then averaged over (the mesh's other rows). */
+  replicate: ProcessGroup | null;
 }
 
 /** The reduce-scatter still in flight, of any group: the next one, or the end of backward, waits for it. */
@@ -172,6 +175,9 @@ export function finishReduceScatter(): void {
   reducing = null;
   try {
     r.call.wait();
+    // HSDP: every row reduced its own batch; the rows' shards are averaged (FSDP2's
+    // all_reduce AVG over the replicate group, after the reduce-scatter AVG).
+    if (r.replicate !== null && r.replicate.size > 1) allReduce(r.output, 'avg', { group: r.replicate });
     noGrad(() =>
       t.tidy(() => {
         let offset = 0;
@@ -216,6 +222,8 @@ export class FSDPParamGroup {
     readonly group: ProcessGroup,
     readonly reshardAfterForward: boolean,
     readonly mp: MixedPrecisionPolicy,
+    /** HSDP: the ranks holding the same shards (a 2-D mesh's first dimension), or null. */
+    readonly replicate: ProcessGroup | null = null,
   ) {
     this.trainable = params.filter((p) => p.sharded.requiresGrad).length;
   }
@@ -331,7 +339,8 @@ export class FSDPParamGroup {
       const output = t.empty([input.numel() / ws], { dtype }).keep();
       // At most one in flight, as FSDP2 keeps it: the gradients' buffers go one group at a time.
       finishReduceScatter();
-      reducing = { input, output, params, call: startReduceScatterTensor(output, input, 'avg', this.group) };
+      const call = startReduceScatterTensor(output, input, 'avg', this.group);
+      reducing = { input, output, params, call, replicate: this.replicate };
     });
     // Its backward is done (every gradient came): the gathered parameters go now, as FSDP2's
     // post-backward reshard, not at the end of the whole backward.
