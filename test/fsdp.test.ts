@@ -177,6 +177,19 @@ test('hybrid sharding: a 2 x 2 DeviceMesh shards within rows and averages across
   assert.notDeepEqual(rs[0].losses, rs[2].losses);
 });
 
+test('initDeviceMesh refuses a mesh it cannot make, naming what is wrong', async () => {
+  const t = await import('../src/index.ts');
+  const { initDeviceMesh } = t.distributed;
+  assert.throws(() => initDeviceMesh('tpu', [2]), /deviceType must be 'cpu' or 'cuda', not "tpu"/);
+  assert.throws(() => initDeviceMesh('cpu', [2, 2, 1]), /1 or 2 dimensions \(more are not offered\)/);
+  assert.throws(() => initDeviceMesh('cpu', [2, 0]), /\[2, 0\] must hold positive integers/);
+  assert.throws(
+    () => initDeviceMesh('cpu', [2, 2], { meshDimNames: ['dp', 'dp'] }),
+    /meshDimNames must name each dimension once/,
+  );
+  assert.throws(() => initDeviceMesh('cpu', [2]), /call initProcessGroup\(\) first/);
+});
+
 test('fullyShard refuses what it cannot honour, naming it', async () => {
   const t = await import('../src/index.ts');
   const { fullyShard } = t.distributed.fsdp;

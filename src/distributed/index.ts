@@ -30,6 +30,7 @@ export {
 } from './collectives.ts';
 export { type CommHook, type DDPOptions, type DDPStats, DistributedDataParallel } from './ddp.ts';
 export * as deviceMesh from './device-mesh.ts';
+export { DeviceMesh, type DeviceMeshOptions, initDeviceMesh } from './device-mesh.ts';
 export { type DistEnv, readDistEnv } from './env.ts';
 export { DistributedError, explainPeerFault } from './errors.ts';
 export * as fsdp from './fsdp/index.ts';
