@@ -3,10 +3,22 @@
 // checkout of the repository runs the TypeScript sources through tsx, with no build step.
 import { existsSync } from 'node:fs';
 
+// A native addon that cannot load (NativeAddonError: not built, or built for a torch that
+// is gone) is one message naming the fix, not a stack trace.
+function fatal(e) {
+  if (e?.code !== 'NATIVE_ADDON') throw e;
+  console.error(e.message);
+  process.exit(1);
+}
+
 const source = new URL('../src/cli/main.ts', import.meta.url);
-if (existsSync(source)) {
-  (await import('tsx/esm/api')).register();
-  await import(source.href);
-} else {
-  await import('../dist/cli/main.js');
+try {
+  if (existsSync(source)) {
+    (await import('tsx/esm/api')).register();
+    await import(source.href);
+  } else {
+    await import('../dist/cli/main.js');
+  }
+} catch (e) {
+  fatal(e);
 }

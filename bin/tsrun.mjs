@@ -3,12 +3,24 @@
 // Compiled JavaScript in the installed package; the TypeScript sources in a checkout.
 import { existsSync } from 'node:fs';
 
-const source = new URL('../src/cli/run.ts', import.meta.url);
-let run;
-if (existsSync(source)) {
-  (await import('tsx/esm/api')).register();
-  run = await import(source.href);
-} else {
-  run = await import('../dist/cli/run.js');
+// A native addon that cannot load (NativeAddonError: not built, or built for a torch that
+// is gone) is one message naming the fix, not a stack trace.
+function fatal(e) {
+  if (e?.code !== 'NATIVE_ADDON') throw e;
+  console.error(e.message);
+  process.exit(1);
 }
-await run.runCommand('tsrun').parseAsync(process.argv);
+
+const source = new URL('../src/cli/run.ts', import.meta.url);
+try {
+  let run;
+  if (existsSync(source)) {
+    (await import('tsx/esm/api')).register();
+    run = await import(source.href);
+  } else {
+    run = await import('../dist/cli/run.js');
+  }
+  await run.runCommand('tsrun').parseAsync(process.argv);
+} catch (e) {
+  fatal(e);
+}

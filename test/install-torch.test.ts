@@ -117,3 +117,19 @@ test("the torch download's size is known before it starts: pip's dry-run report,
   script(old, 'exit 2');
   assert.equal(await downloadSize(old, 'torch==2.13.0'), undefined);
 });
+
+test('no torch anywhere and no python3 to install one: one message naming both fixes', async () => {
+  delete process.env.INIT_CWD;
+  delete process.env.VIRTUAL_ENV;
+  delete process.env.CONDA_PREFIX;
+  const bin = join(tmp, 'no-python', 'path');
+  script(join(bin, 'pip3'), 'exit 1'); // a PATH with no python3 at all
+  process.env.PATH = bin;
+  const logs: string[] = [];
+  await assert.rejects(
+    find(logs),
+    /no torch was found, and there is no python3 on PATH to pip-install one with: install python3 .* or set LIBTORCH/,
+  );
+  // First it says where it looked.
+  assert.match(logs.join('\n'), /no torch >= 2\.4 in python3, pip show torch: installing one/);
+});

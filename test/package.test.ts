@@ -318,7 +318,17 @@ test('npx tsddp setup finds the addons up to date, and an addon built for anothe
     const r = sh(process.execPath, ['--input-type=module', '-e', "await import('tsddp')"]);
     assert.notEqual(r.status, 0);
     assert.match(r.out, /NativeAddonError: .*built against torch 2\.4\.0 in .*it now holds torch 2\.\d+/);
-    assert.match(r.out, /reinstall it for that torch with `npx tsddp setup`/);
+    assert.match(r.out, /run `npx tsddp setup` to install the addons for torch 2\.\d+/);
+    // The commands say it in one message, without a stack trace.
+    for (const cmd of [
+      ['tsddp', 'info'],
+      ['tsrun', '--nproc-per-node', '1', 'train.mjs'],
+    ]) {
+      const c = sh('npx', cmd, { env: bareMachine() });
+      assert.equal(c.status, 1, `npx ${cmd.join(' ')}:\n${c.out}`);
+      assert.match(c.out, /^tsddp: the native addon was built against torch 2\.4\.0 /m);
+      assert.doesNotMatch(c.out, /^\s+at /m, `npx ${cmd.join(' ')} printed a stack trace`);
+    }
   } finally {
     writeFileSync(installed, original);
   }

@@ -119,6 +119,12 @@ export async function pipInstallTorch(venv, log, allowApt) {
   if (!existsSync(py)) {
     log(`creating the virtual environment ${venv}`);
     const r = capture('python3', ['-m', 'venv', venv]);
+    if (/ENOENT/.test(r.err))
+      fail(
+        'no torch was found, and there is no python3 on PATH to pip-install one with: install ' +
+          'python3 (sudo apt-get install -y python3 python3-venv) and run npx tsddp setup again, ' +
+          'or set LIBTORCH to a libtorch or torch package folder',
+      );
     if (!r.ok) {
       // Debian's python3 ships venv without ensurepip; python3-venv adds it.
       if (!allowApt || !isRoot())
@@ -167,6 +173,8 @@ export async function findTorch({ stamp, venv, venvSource, log, allowApt = false
   }
   const cached = probePython(join(venv, 'bin', 'python'));
   if (cached && atLeastMin(cached.version)) return { ...cached, source: venvSource };
+  const looked = pythons.map((p) => p.source).concat(userEnvs ? ['pip show torch'] : []);
+  log(`no torch >= ${MIN_TORCH.join('.')} in ${looked.join(', ')}: installing one`);
   return { ...(await pipInstallTorch(venv, log, allowApt)), source: venvSource };
 }
 

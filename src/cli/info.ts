@@ -55,7 +55,7 @@ export function collectInfo(): Record<string, unknown> {
     threads: b.threads,
     ompNumThreads: process.env.OMP_NUM_THREADS ?? '(not set)',
     node: process.version,
-    compiler: `g++ ${b.compiler}`,
+    compiler: `g++ ${b.compiler} (what the addon was built with)`,
     buildFlags: b.buildFlags ?? 'unknown',
   };
 }

@@ -322,10 +322,12 @@ function checkBuiltTorch(): void {
   if (!stamp.torchDir || !stamp.torchVersion) return;
   const now = existsSync(stamp.torchDir) ? torchFolderVersion(stamp.torchDir) : undefined;
   if (now === stamp.torchVersion) return;
-  const found = now === undefined ? 'that folder no longer holds a torch' : `it now holds torch ${now}`;
+  const fix =
+    now === undefined
+      ? `that folder no longer holds a torch; run \`${setupCommand}\` to find the torch you have now (or put it back)`
+      : `it now holds torch ${now}; run \`${setupCommand}\` to install the addons for torch ${now}`;
   throw new NativeAddonError(
-    `tsddp: the native addon was built against torch ${stamp.torchVersion} in ${stamp.torchDir}, ` +
-      `but ${found}; reinstall it for that torch with \`${setupCommand}\``,
+    `tsddp: the native addon was built against torch ${stamp.torchVersion} in ${stamp.torchDir}, but ${fix}`,
   );
 }
 
