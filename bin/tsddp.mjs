@@ -2,14 +2,7 @@
 // The `tsddp` command. The installed package runs its compiled JavaScript (dist/); a
 // checkout of the repository runs the TypeScript sources through tsx, with no build step.
 import { existsSync } from 'node:fs';
-
-// A native addon that cannot load (NativeAddonError: not built, or built for a torch that
-// is gone) is one message naming the fix, not a stack trace.
-function fatal(e) {
-  if (e?.code !== 'NATIVE_ADDON') throw e;
-  console.error(e.message);
-  process.exit(1);
-}
+import { fatal } from './fatal.mjs';
 
 const source = new URL('../src/cli/main.ts', import.meta.url);
 try {

@@ -2,14 +2,7 @@
 // `tsrun`: the same as `tsddp run` (the torchrun-compatible launcher), as its own command.
 // Compiled JavaScript in the installed package; the TypeScript sources in a checkout.
 import { existsSync } from 'node:fs';
-
-// A native addon that cannot load (NativeAddonError: not built, or built for a torch that
-// is gone) is one message naming the fix, not a stack trace.
-function fatal(e) {
-  if (e?.code !== 'NATIVE_ADDON') throw e;
-  console.error(e.message);
-  process.exit(1);
-}
+import { fatal } from './fatal.mjs';
 
 const source = new URL('../src/cli/run.ts', import.meta.url);
 try {

@@ -20,6 +20,7 @@ import {
   builtCurrent,
   ensureAddons,
   glooIncludeRoot,
+  inputsHash,
   linkTorch,
   missingBuildPackages,
   readStamp,
@@ -93,7 +94,7 @@ function checkSystemDeps(glooRoot, noPrebuilt) {
  * here that is still current is kept, as is one asked for (--rebuild, --build-from-source).
  */
 function tryPrebuilt(torch, glooRoot) {
-  if (FROM_SOURCE || builtCurrent(ROOT, torch, glooRoot)) return { why: null };
+  if (FROM_SOURCE || builtCurrent(ROOT, inputsHash(ROOT, torch, glooRoot))) return { why: null };
   const { entry, why } = selectPrebuilt(ROOT, torch);
   if (entry === undefined) return { why };
   if (prebuiltCurrent(ROOT, torch, entry)) {

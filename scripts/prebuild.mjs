@@ -94,7 +94,7 @@ export function makePrebuilds(root) {
   if (host.platform !== 'linux' || host.glibc === undefined)
     return { why: 'prebuilds are made on glibc Linux only' };
   const glooRoot = glooIncludeRoot();
-  if (readStamp(root).inputsHash !== inputsHash(root, torch, glooRoot))
+  if (stamp.inputsHash !== inputsHash(root, torch, glooRoot))
     return { why: 'the addons are older than the sources (run npm run setup)' };
 
   const addons = Object.values(addonPaths(root)).filter((f) => existsSync(f));
@@ -105,13 +105,8 @@ export function makePrebuilds(root) {
     const copyright = copyrightOf(lib.path);
     if (copyright) sources.set(`${lib.name}.copyright`, copyright);
   }
-  const bytes = addons.map((f) => readFileSync(f));
-  const max = (prefix) =>
-    bytes
-      .map((b) => requiredVersion(b, prefix))
-      .filter((v) => v !== undefined)
-      .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
-      .pop();
+  const bytes = Buffer.concat(addons.map((f) => readFileSync(f)));
+  const max = (prefix) => requiredVersion(bytes, prefix);
   const entry = {
     platform: host.platform,
     arch: host.arch,

@@ -196,10 +196,10 @@ export function verifyAddon(root, dir = releaseDir(root)) {
   return r.stdout.trim();
 }
 
-/** Whether native/build/Release holds addons built here from these very inputs. */
-export function builtCurrent(root, torch, glooRoot) {
+/** Whether native/build/Release holds addons built here from the inputs that hash to `hash` (inputsHash). */
+export function builtCurrent(root, hash) {
   const built = Object.values(addonPaths(root)).every((f) => existsSync(f));
-  return built && readStamp(root).inputsHash === inputsHash(root, torch, glooRoot);
+  return built && readStamp(root).inputsHash === hash;
 }
 
 /**
@@ -217,7 +217,7 @@ export function ensureAddons(root, torch, glooRoot, { rebuild = false, log, befo
     cxx11Abi: torch.cxx11Abi,
   };
   const hash = inputsHash(root, torch, glooRoot);
-  if (!rebuild && builtCurrent(root, torch, glooRoot)) {
+  if (!rebuild && builtCurrent(root, hash)) {
     // Same inputs: rewrite the stamp only when the same torch was reached another way.
     if (Object.entries(record).some(([k, v]) => stamp[k] !== v)) writeStamp(root, { ...stamp, ...record });
     linkTorch(root, torch);

@@ -4,8 +4,7 @@
 // Node-API version) with each file's sha256. The install step copies a matching one into
 // native/build/Release, where src/core/native.ts loads it, and links torch-lib beside it to
 // the torch it found (the addon's RUNPATH is $ORIGIN/torch-lib): no compiler needed.
-import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { linkTorch, readStamp, releaseDir, sha256, sourcesHash, verifyAddon, writeStamp } from './addons.mjs';
 import { fail, SetupError } from './proc.mjs';
@@ -67,7 +66,7 @@ export function selectPrebuilt(root, torch, host = thisHost()) {
     return { why: 'the prebuilt addons need glibc, and this machine has another C library' };
   const fits = here.filter((e) => versionAtLeast(glibc, e.glibc) && e.napi <= (host.napi ?? Infinity));
   if (fits.length === 0) {
-    const least = here.map((e) => e.glibc).sort((a, b) => (versionAtLeast(a, b) ? 1 : -1))[0];
+    const least = here.map((e) => e.glibc).reduce((a, b) => (versionAtLeast(a, b) ? b : a));
     return {
       why: `the prebuilt addons need glibc >= ${least} and Node-API ${here[0].napi}; this machine has glibc ${glibc}, Node-API ${host.napi}`,
     };
@@ -110,9 +109,9 @@ export function installPrebuilt(root, torch, entry) {
       );
   }
   const to = releaseDir(root);
-  const staging = join(dirname(to), `.prebuilt-${randomBytes(6).toString('hex')}`);
+  mkdirSync(dirname(to), { recursive: true });
+  const staging = mkdtempSync(join(dirname(to), '.prebuilt-'));
   try {
-    mkdirSync(staging, { recursive: true });
     for (const name of names) copyFileSync(join(from, name), join(staging, name));
     linkTorch(root, torch, staging);
     const reported = verifyAddon(root, staging);

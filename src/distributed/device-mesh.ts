@@ -33,15 +33,9 @@ export class DeviceMesh {
     this.meshDimNames = names && Object.freeze([...names]);
     this.groups = groups;
     this.coordinate = coordinate;
-    const ranks = Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, r) => r);
+    const row = (i: number, n: number) => Array.from({ length: n }, (_, j) => i * n + j);
     this.mesh =
-      shape.length === 1
-        ? ranks
-        : ranks.reduce<number[][]>((rows, r) => {
-            if (r % shape[1] === 0) rows.push([]);
-            rows[rows.length - 1].push(r);
-            return rows;
-          }, []);
+      shape.length === 1 ? row(0, shape[0]) : Array.from({ length: shape[0] }, (_, i) => row(i, shape[1]));
   }
 
   get ndim(): number {

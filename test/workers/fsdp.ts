@@ -4,6 +4,7 @@
 // and the full parameters after (getModelStateDict with fullStateDict).
 import { readFileSync } from 'node:fs';
 import * as t from '../../src/index.ts';
+import { FIXTURE_GPT, fixtureGpt } from '../helpers/fixture-gpt.ts';
 import { type FixtureTensor, toTensor, values } from '../helpers/fixtures.ts';
 import { rank, workerConfig, writeResult } from './common.ts';
 
@@ -27,16 +28,7 @@ const { mode, reshardAfterForward, accumulate, bf16, checkpointing } = workerCon
 }>();
 
 function run() {
-  const gpt = new t.models.GPT({
-    vocabSize: 32,
-    blockSize: 8,
-    nLayer: 2,
-    nHead: 2,
-    nEmbd: 16,
-    dropout: 0,
-    bias: true,
-  });
-  gpt.loadStateDict(Object.fromEntries(Object.entries(fx.init).map(([k, v]) => [k, toTensor(v)])));
+  const gpt = fixtureGpt(fx.init);
   gpt.activationCheckpointing = checkpointing ?? false;
   const opts = {
     reshardAfterForward,
@@ -103,10 +95,9 @@ function reload() {
   const after = fx.ranks[0].reshard_true.after;
   const full = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, toTensor(v)]));
   full['lm_head.weight'] = full['transformer.wte.weight'];
-  const config = { vocabSize: 32, blockSize: 8, nLayer: 2, nHead: 2, nEmbd: 16, dropout: 0, bias: true };
-  const plain = new t.models.GPT(config);
+  const plain = new t.models.GPT(FIXTURE_GPT);
   plain.loadStateDict(full);
-  const gpt = new t.models.GPT(config);
+  const gpt = new t.models.GPT(FIXTURE_GPT);
   for (const block of gpt.transformer.h) d.fsdp.fullyShard(block);
   const model = d.fsdp.fullyShard(gpt);
   d.fsdp.setModelStateDict(model, full);

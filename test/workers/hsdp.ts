@@ -5,6 +5,7 @@
 // shard rows and mesh coordinate, and the full parameters after.
 import { readFileSync } from 'node:fs';
 import * as t from '../../src/index.ts';
+import { fixtureGpt } from '../helpers/fixture-gpt.ts';
 import { type FixtureTensor, toTensor, values } from '../helpers/fixtures.ts';
 import { rank, writeResult } from './common.ts';
 
@@ -15,16 +16,7 @@ const fx = JSON.parse(
 
 d.initProcessGroup({ backend: 'gloo', timeoutMs: 60_000 });
 const mesh = d.deviceMesh.initDeviceMesh('cpu', [2, 2], { meshDimNames: ['replicate', 'shard'] });
-const gpt = new t.models.GPT({
-  vocabSize: 32,
-  blockSize: 8,
-  nLayer: 2,
-  nHead: 2,
-  nEmbd: 16,
-  dropout: 0,
-  bias: true,
-});
-gpt.loadStateDict(Object.fromEntries(Object.entries(fx.init).map(([k, v]) => [k, toTensor(v)])));
+const gpt = fixtureGpt(fx.init);
 for (const block of gpt.transformer.h) d.fsdp.fullyShard(block, { mesh });
 const model = d.fsdp.fullyShard(gpt, { mesh });
 const opt = new t.optim.AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.1 });
