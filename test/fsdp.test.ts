@@ -188,6 +188,24 @@ test('initDeviceMesh refuses a mesh it cannot make, naming what is wrong', async
     /meshDimNames must name each dimension once/,
   );
   assert.throws(() => initDeviceMesh('cpu', [2]), /call initProcessGroup\(\) first/);
+  // A mesh's dimensions by index or name; any other is named in the error.
+  const { DeviceMesh } = t.distributed;
+  const groups = [{ size: 2 }, { size: 2 }] as never;
+  const mesh = new DeviceMesh('cpu', [2, 2], ['replicate', 'shard'], groups, [1, 0]);
+  assert.deepEqual(mesh.mesh, [
+    [0, 1],
+    [2, 3],
+  ]);
+  assert.deepEqual(
+    [mesh.size(), mesh.size('shard'), mesh.getLocalRank(0), mesh.getLocalRank('shard')],
+    [4, 2, 1, 0],
+  );
+  assert.throws(
+    () => mesh.getGroup('tp'),
+    /getGroup\(\): no dimension "tp" in a mesh of shape \[2, 2\] named replicate, shard/,
+  );
+  assert.throws(() => mesh.size(2), /size\(\): no dimension 2/);
+  assert.throws(() => mesh.getGroup(), /a 2-D mesh needs the dimension/);
 });
 
 test('fullyShard refuses what it cannot honour, naming it', async () => {
