@@ -21,6 +21,7 @@ interface CaseResult {
     paramGroups: Record<string, unknown>[];
   };
   notConsolidated?: string | null;
+  overlapRefused?: string;
 }
 interface CaseFixture {
   losses: number[];
@@ -46,6 +47,9 @@ function check(world: number, cases: Case[], rs: Record<Case, CaseResult>[]): vo
       for (const [k, v] of Object.entries(want.after))
         assertClose(r[c].after[k], v.data, 1e-5, 1e-6, `${at} ${k}`);
       assert.deepEqual(r[c].paramToRank, want.param_to_rank, `${at}: the partition`);
+      // Over Gloo, PyTorch's hook_with_zero_step refuses the overlap, and so does tsddp.
+      if (c === 'sgd')
+        assert.match(r[c].overlapRefused ?? '', /overlapWithDdp needs NCCL: over Gloo PyTorch refuses/);
       // The local optimizer holds state for this rank's shard only.
       assert.equal(
         r[c].localStates,
@@ -99,10 +103,6 @@ test('what it cannot honour is refused, naming it', async () => {
   const t = await import('../src/index.ts');
   const Zero = t.distributed.optim.ZeroRedundancyOptimizer;
   const p = [t.zeros([2], { requiresGrad: true })];
-  assert.throws(
-    () => new Zero(p, { optimizerClass: t.optim.SGD, lr: 0.1, overlapWithDdp: true }),
-    /overlapWithDdp is not supported yet/,
-  );
   assert.throws(
     () => new Zero(p, { optimizerClass: Object as never, lr: 0.1 }),
     /optimizerClass must be an optimizer class/,

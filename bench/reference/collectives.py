@@ -1,17 +1,20 @@
-"""PyTorch worker of bench/collectives.ts, one process per rank (env://, Gloo); the same
-steps as the tsddp worker, bench/workers/collectives.mts:
+"""PyTorch worker of bench/collectives.ts, one rank of a long-lived gang (env://, Gloo),
+driven by JSON lines on stdin (src/host/gang.ts's Gang); the same steps as the tsddp
+worker, bench/workers/collectives.mts:
 
-    python bench/reference/collectives.py COLLECTIVES BYTES ITERS WARMUP CELL_S
+    python bench/reference/collectives.py
 
-For each collective and size (float32 zeros; E = BYTES / 4 elements rounded down to a
-multiple of the world size, the size nccl-tests counts: all-gather's output,
-reduce-scatter's input, all-to-all's input):
+It answers a ready line (versions), then one line per request until stdin closes. A
+request {"cmd": "cell", collective, bytes, iters, warmup, cellS} times one collective and
+size (float32 zeros; E = bytes / 4 elements rounded down to a multiple of the world size,
+the size nccl-tests counts: all-gather's output, reduce-scatter's input, all-to-all's
+input):
   1. one untimed op, its time (the slowest rank's) the estimate per op;
-  2. min(WARMUP - 1, 0.25 CELL_S / estimate) more untimed ops, which re-estimate it;
-  3. a barrier, then n = min(ITERS, max(3, CELL_S / estimate)) ops, each timed on its own
+  2. min(warmup - 1, 0.25 cellS / estimate) more untimed ops, which re-estimate it;
+  3. a barrier, then n = min(iters, max(3, cellS / estimate)) ops, each timed on its own
      (time.perf_counter around the blocking call).
-Each rank takes the median and the mean of its n times; the cell's numbers are the
-largest over the ranks (an all-reduce MAX). Rank 0 prints one JSON line at the end.
+Each rank takes the median and the mean of its n times; the answer's numbers are the
+largest over the ranks (an all-reduce MAX), so every rank answers the same.
 """
 
 import json
@@ -19,16 +22,13 @@ import os
 import statistics
 import sys
 import time
+import traceback
 
 import torch
 import torch.distributed as dist
 
-names, bytes_list, iters_arg, warmup_arg, cell_arg = sys.argv[1:6]
-ITERS, WARMUP, CELL_S = int(iters_arg), int(warmup_arg), float(cell_arg)
-
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 dist.init_process_group("gloo")
-rank = dist.get_rank()
 world = dist.get_world_size()
 
 
@@ -60,20 +60,21 @@ def max_over_ranks(values):
     return [max(v, 1e-9) for v in x.tolist()]
 
 
-def cell(name, nbytes):
-    e = nbytes // 4 // world * world
-    op = setup(name, e)
+def cell(req):
+    collective, iters, warmup, cellS = req["collective"], req["iters"], req["warmup"], req["cellS"]
+    e = req["bytes"] // 4 // world * world
+    op = setup(collective, e)
     dist.barrier()
     t0 = time.perf_counter()
     op()
     [est] = max_over_ranks([time.perf_counter() - t0])
-    warm = max(0, min(WARMUP - 1, int(0.25 * CELL_S / est)))
+    warm = max(0, min(warmup - 1, int(0.25 * cellS / est)))
     if warm > 0:
         t0 = time.perf_counter()
         for _ in range(warm):
             op()
         [est] = max_over_ranks([(time.perf_counter() - t0) / warm])
-    n = min(ITERS, max(3, int(CELL_S / est)))
+    n = min(iters, max(3, int(cellS / est)))
     times = []
     dist.barrier()
     for _ in range(n):
@@ -82,7 +83,7 @@ def cell(name, nbytes):
         times.append(time.perf_counter() - s)
     median_s, mean_s = max_over_ranks([statistics.median(times), sum(times) / n])
     return {
-        "collective": name,
+        "collective": collective,
         "bytes": e * 4,
         "iters": n,
         "warmup": 1 + warm,
@@ -91,9 +92,20 @@ def cell(name, nbytes):
     }
 
 
-cells = [cell(name, int(b)) for name in names.split(",") for b in bytes_list.split(",")]
-if rank == 0:
-    runtime = f"Python {sys.version.split()[0]}"
-    result = {"side": "pytorch", "torch": torch.__version__, "runtime": runtime, "world": world}
-    print(json.dumps({**result, "cells": cells}), flush=True)
+def answer(obj):
+    print(json.dumps(obj), flush=True)
+
+
+runtime = f"Python {sys.version.split()[0]}"
+answer({"side": "pytorch", "torch": torch.__version__, "runtime": runtime, "world": world})
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    try:
+        req = json.loads(line)
+        if req["cmd"] != "cell":
+            raise ValueError(f"unknown cmd '{req['cmd']}'")
+        answer(cell(req))
+    except Exception as e:
+        answer({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
 dist.destroy_process_group()

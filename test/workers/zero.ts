@@ -34,10 +34,10 @@ function model(): t.nn.Sequential {
   return m;
 }
 
-function optimizer(c: Case, m: t.nn.Module): t.distributed.optim.ZeroRedundancyOptimizer {
+function optimizer(c: Case, m: t.nn.Module, extra = {}): t.distributed.optim.ZeroRedundancyOptimizer {
   const params = m.parameters();
   const Zero = d.optim.ZeroRedundancyOptimizer;
-  const sgd = { optimizerClass: t.optim.SGD, lr: 0.1, momentum: 0.9, weightDecay: 0.01 };
+  const sgd = { optimizerClass: t.optim.SGD, lr: 0.1, momentum: 0.9, weightDecay: 0.01, ...extra };
   if (c === 'sgd' || c === 'join') return new Zero(params, sgd);
   if (c === 'bucket') return new Zero(params, { ...sgd, parametersAsBucketView: true });
   if (c === 'adamw') return new Zero(params, { optimizerClass: t.optim.AdamW, lr: 0.01, weightDecay: 0.1 });
@@ -83,6 +83,12 @@ function run(c: Case) {
     paramToRank: params.map((p) => zero.paramToRank(p)),
     localStates: zero.optim.state.size,
   };
+  if (c === 'sgd')
+    try {
+      optimizer(c, model(), { overlapWithDdp: true });
+    } catch (e) {
+      out.overlapRefused = (e as Error).message;
+    }
   zero.consolidateStateDict(0);
   if (rank === 0) out.stateDict = stateJson(zero.stateDict());
   else

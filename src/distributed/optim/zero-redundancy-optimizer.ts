@@ -37,10 +37,26 @@ export interface ZeroRedundancyOptimizerOptions {
   processGroup?: ProcessGroup | null;
   /** Keep each rank's shard in one flat tensor and broadcast it in one call. Default false. */
   parametersAsBucketView?: boolean;
-  /** PyTorch's overlap with DDP's comm hook: not offered yet; true is refused. */
+  /**
+   * PyTorch's overlap of the step with DDP's comm hook (hook_with_zero_step): refused. On
+   * Gloo PyTorch refuses it too; over NCCL it is not offered yet.
+   */
   overlapWithDdp?: boolean;
   /** The rest are the local optimizer's options (lr, momentum, weightDecay, ...). */
   [option: string]: unknown;
+}
+
+/**
+ * Why overlapWithDdp is refused. PyTorch's hooks that run the step inside DDP's comm hook
+ * (torch/distributed/algorithms/ddp_comm_hooks/ddp_zero_hook.py) refuse a Gloo group
+ * ("Gloo backend using Overlapping DDP with ZeRO may meet hangs"); with NCCL the step
+ * would have to run in the hook's C++ continuation, which needs a GPU to build and test.
+ */
+function overlapRefusal(pg: ProcessGroup): string {
+  const head = 'ZeroRedundancyOptimizer(): overlapWithDdp';
+  return pg.backend === 'gloo'
+    ? `${head} needs NCCL: over Gloo PyTorch refuses it too (its hook_with_zero_step: "Gloo backend using Overlapping DDP with ZeRO may meet hangs"); call step() after backward instead`
+    : `${head} is not offered over NCCL yet; call step() after backward instead`;
 }
 
 const OWN_KEYS = new Set(['optimizerClass', 'processGroup', 'parametersAsBucketView', 'overlapWithDdp']);
@@ -74,10 +90,6 @@ export class ZeroRedundancyOptimizer extends Optimizer implements Joinable {
       throw new TypeError(
         'ZeroRedundancyOptimizer(): optimizerClass must be an optimizer class, such as t.optim.SGD',
       );
-    if (overlapWithDdp)
-      throw new TypeError(
-        'ZeroRedundancyOptimizer(): overlapWithDdp is not supported yet; call step() after backward instead',
-      );
     const defaults = Object.fromEntries(Object.entries(opts).filter(([k]) => !OWN_KEYS.has(k)));
     super(params, defaults);
     const all = this.paramGroups.flatMap((g) => g.params);
@@ -89,6 +101,7 @@ export class ZeroRedundancyOptimizer extends Optimizer implements Joinable {
     this.processGroup = resolveGroup(processGroup);
     if (!this.processGroup.isMember)
       throw new TypeError('ZeroRedundancyOptimizer(): this rank is not in the process group');
+    if (overlapWithDdp) throw new TypeError(overlapRefusal(this.processGroup));
     this.rank = this.processGroup.rank;
     this.worldSize = this.processGroup.size;
     this.parametersAsBucketView = parametersAsBucketView;
