@@ -11,13 +11,14 @@ import { okResults, runJob } from './helpers/multiproc.ts';
 
 interface Result {
   losses: number[];
+  devices: string[];
   after: Record<string, number[]>;
   shardShapes: number[][];
   stateKeys: string[];
   optimizer: Record<string, Record<string, number[] | number>>;
   optimizerAgain: Record<string, Record<string, number[] | number>>;
 }
-type Case = 'reshard_true' | 'reshard_false' | 'mp_bf16';
+type Case = 'reshard_true' | 'reshard_false' | 'mp_bf16' | 'offload';
 const fx = JSON.parse(readFileSync(new URL('./fixtures/distributed/fsdp.json', import.meta.url), 'utf8')) as {
   init: Record<string, FixtureTensor>;
   ranks: Record<
@@ -26,6 +27,7 @@ const fx = JSON.parse(readFileSync(new URL('./fixtures/distributed/fsdp.json', i
       losses: number[];
       after: Record<string, FixtureTensor>;
       optimizer?: Record<string, Record<string, FixtureTensor>>;
+      devices?: string[];
     }
   >[];
 };
@@ -111,6 +113,14 @@ test('activation checkpointing inside sharded blocks (recomputed in backward) tr
     }),
   );
   check(rs, 'reshard_true');
+});
+
+test('CPUOffloadPolicy({ pinMemory: false }): shards and gradients on the CPU, PyTorch’s losses and parameters', async () => {
+  const rs = okResults(
+    await runJob<Result>('fsdp', { worldSize: 2, config: { reshardAfterForward: true, offload: true } }),
+  );
+  check(rs, 'offload');
+  for (const [rank, r] of rs.entries()) assert.deepEqual(r.devices, fx.ranks[rank].offload.devices);
 });
 
 test('MixedPrecisionPolicy(paramDtype bfloat16, reduceDtype float32): PyTorch’s losses and parameters', async () => {
@@ -214,9 +224,14 @@ test('fullyShard refuses what it cannot honour, naming it', async () => {
   const m = () => new t.nn.Linear(4, 4);
   assert.throws(() => fullyShard(m(), { mseh: null } as never), /unknown option mseh/);
   assert.throws(
-    () => fullyShard(m(), { offloadPolicy: {} as never }),
-    /offloadPolicy \(CPU offload\) is not offered yet/,
+    () => fullyShard(m(), { offloadPolicy: { pinMemory: false } as never }),
+    /offloadPolicy must be an OffloadPolicy or a CPUOffloadPolicy/,
   );
+  assert.throws(
+    () => fullyShard(m(), { offloadPolicy: new t.distributed.fsdp.CPUOffloadPolicy() }),
+    /pinMemory: true pins the shards for copies to a GPU/,
+  );
+  assert.throws(() => new t.distributed.fsdp.CPUOffloadPolicy({ pin: false } as never), /unknown option pin/);
   assert.throws(
     () => fullyShard(m(), { reshardAfterForward: 2 as never }),
     /reshardAfterForward must be true or false/,

@@ -18,13 +18,15 @@ const fx = JSON.parse(
     reshard_true: { after: Record<string, FixtureTensor> };
   }[];
 };
-const { mode, reshardAfterForward, accumulate, bf16, checkpointing } = workerConfig<{
+const { mode, reshardAfterForward, accumulate, bf16, checkpointing, offload } = workerConfig<{
   mode?: 'train' | 'reload';
   reshardAfterForward?: boolean;
   accumulate?: boolean;
   bf16?: boolean;
   /** Each block an activation-checkpointed region (recomputed in backward, inside the sharded block). */
   checkpointing?: boolean;
+  /** CPUOffloadPolicy({ pinMemory: false }). */
+  offload?: boolean;
 }>();
 
 function run() {
@@ -33,11 +35,13 @@ function run() {
   const opts = {
     reshardAfterForward,
     mpPolicy: bf16 ? { paramDtype: 'bfloat16' as const, reduceDtype: 'float32' as const } : undefined,
+    offloadPolicy: offload ? new d.fsdp.CPUOffloadPolicy({ pinMemory: false }) : undefined,
   };
   for (const block of gpt.transformer.h) d.fsdp.fullyShard(block, opts);
   const model = d.fsdp.fullyShard(gpt, opts);
   const opt = new t.optim.AdamW(model.parameters(), { lr: 1e-2, weightDecay: 0.1 });
   const losses: number[] = [];
+  const devices = new Set<string>();
   for (const [x, y] of fx.ranks[rank].batches) {
     t.tidy(() => {
       const idx = toTensor(x);
@@ -56,6 +60,8 @@ function run() {
         (loss as t.Tensor).backward();
         losses.push((loss as t.Tensor).item());
       }
+      // Where the shards and their reduced gradients live (CPUOffloadPolicy: the CPU).
+      for (const p of model.parameters()) devices.add(p.device).add(p.grad?.device ?? p.device);
       opt.step();
       opt.zeroGrad();
     });
@@ -78,6 +84,7 @@ function run() {
   const shardShapes = model.parameters().map((p) => p.shape);
   return {
     losses,
+    devices: [...devices].sort(),
     after: Object.fromEntries(named.map((n) => [n, values(full[n])])),
     shardShapes,
     stateKeys: Object.keys(full),

@@ -23,6 +23,7 @@ import type { Module } from '../../nn/module.ts';
 import { checkpointPhase } from '../../utils/checkpoint.ts';
 import { DeviceMesh } from '../device-mesh.ts';
 import { type ProcessGroup, resolveGroup } from '../process-group.ts';
+import { checkOffloadPolicy, type OffloadPolicy } from './offload.ts';
 import {
   FSDPParam,
   FSDPParamGroup,
@@ -42,8 +43,11 @@ export interface FullyShardOptions {
   /** Free the gathered parameters after forward and gather them again for backward. Default true. */
   reshardAfterForward?: boolean;
   mpPolicy?: MixedPrecisionPolicy;
-  /** PyTorch's OffloadPolicy: only the default (no offload) is offered. */
-  offloadPolicy?: undefined;
+  /**
+   * PyTorch's OffloadPolicy (the default: none) or CPUOffloadPolicy({ pinMemory: false }):
+   * the shards, gradients and optimizer state on the CPU, where tsddp's FSDP keeps them anyway.
+   */
+  offloadPolicy?: OffloadPolicy | null;
 }
 
 /** What fullyShard adds to a module (PyTorch's FSDPModule). */
@@ -217,8 +221,7 @@ export function fullyShard<M extends Module>(module: M, opts: FullyShardOptions 
     throw new TypeError(
       `fullyShard(): unknown option ${unknown.join(', ')}; it takes ${OPTION_KEYS.join(', ')}`,
     );
-  if (opts.offloadPolicy !== undefined)
-    throw new TypeError('fullyShard(): offloadPolicy (CPU offload) is not offered yet; leave it out');
+  checkOffloadPolicy(opts.offloadPolicy);
   const reshardAfterForward = opts.reshardAfterForward ?? true;
   if (typeof reshardAfterForward !== 'boolean')
     throw new TypeError(
