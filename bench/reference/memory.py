@@ -4,8 +4,8 @@ measures; see its header):
     python bench/reference/memory.py STRATEGY LAYERS WIDTH HEADS VOCAB BLOCK BATCH STEPS
 
 ddp: DistributedDataParallel; zero1: DDP + ZeroRedundancyOptimizer(AdamW); fsdp:
-fully_shard on each block, then the model; _ac: each block under
-torch.utils.checkpoint.checkpoint(use_reentrant=False). nanoGPT's GPT from
+fully_shard on each block, then the model; _ac: each block and the loss under
+torch.utils.checkpoint.checkpoint(use_reentrant=False), as tsddp's activationCheckpointing. nanoGPT's GPT from
 test/fixtures/gpt/gen.py (bench/reference/transformer_models.py).
 """
 
@@ -16,6 +16,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -44,6 +45,11 @@ def main():
         for b in gpt.transformer.h:
             plain = b.forward
             b.forward = lambda x, plain=plain: checkpoint(plain, x, use_reentrant=False)
+        # As tsddp's GPT with activationCheckpointing: the loss is checkpointed too, so its
+        # log-softmax is recomputed in backward from the logits instead of kept (this process
+        # computes no other cross entropy).
+        plain_ce = F.cross_entropy
+        F.cross_entropy = lambda *a, **k: checkpoint(plain_ce, *a, use_reentrant=False, **k)
     if strategy.startswith("fsdp"):
         for b in gpt.transformer.h:
             fully_shard(b)

@@ -3,7 +3,7 @@
 //
 //   node --import tsx bench/workers/memory.mts STRATEGY LAYERS WIDTH HEADS VOCAB BLOCK BATCH STEPS
 //
-// STRATEGY: ddp, ddp_ac, zero1, fsdp or fsdp_ac (_ac: activation checkpointing per block).
+// STRATEGY: ddp, ddp_ac, zero1, fsdp or fsdp_ac (_ac: the GPT's activationCheckpointing: each block and the loss checkpointed).
 // A GPT of LAYERS blocks (nanoGPT's, dropout 0), AdamW (lr 6e-4, weight decay 0.1), BATCH
 // sequences of BLOCK random tokens per rank per step (seeded by rank), STEPS steps; the
 // first is the warm-up. Memory is the resident set (/proc/self/status) with the

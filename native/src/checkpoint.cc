@@ -54,16 +54,25 @@ struct CheckpointBackward : torch::autograd::Node {
     Napi::Value r = dispatcher->Call({Napi::Number::New(env, static_cast<double>(token->id)), arr});
     TORCH_CHECK(r.IsArray(), "checkpoint: the recomputation returned no gradients");
     auto out = r.As<Napi::Array>();
-    TORCH_CHECK(out.Length() == num_outputs(), "checkpoint: expected ", num_outputs(), " input gradients, got ",
-                out.Length());
+    // The handles are handed over (src/utils/checkpoint.ts releases them on its side): each
+    // is released here once read, so the gradient lives as long as autograd needs it.
     torch::autograd::variable_list result(out.Length());
+    bool disposed = false;
     for (uint32_t i = 0; i < out.Length(); ++i) {
       Napi::Value h = out.Get(i);
       if (!h.IsNumber()) continue;
-      const at::Tensor* g = slots().tryGet(h.As<Napi::Number>().Int32Value());
-      TORCH_CHECK(g != nullptr, "checkpoint: a gradient was disposed before autograd read it");
+      const int32_t handle = h.As<Napi::Number>().Int32Value();
+      const at::Tensor* g = slots().tryGet(handle);
+      if (g == nullptr) {
+        disposed = true;
+        continue;
+      }
       result[i] = *g;
+      slots().release(handle);
     }
+    TORCH_CHECK(out.Length() == num_outputs(), "checkpoint: expected ", num_outputs(), " input gradients, got ",
+                out.Length());
+    TORCH_CHECK(!disposed, "checkpoint: a gradient was disposed before autograd read it");
     return result;
   }
 

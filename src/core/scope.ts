@@ -125,6 +125,18 @@ export function disposeHandle(t: Handle): void {
   t.h = -1;
 }
 
+/**
+ * Hands the tensor's native handle over to native code, which releases it: the tensor reads
+ * as disposed from now on, and neither its scope nor GC frees the handle.
+ */
+export function releaseHandle(t: Handle): number {
+  const h = t.h;
+  if (h < 0) throw new TypeError('releaseHandle(): the tensor is already disposed');
+  if ((t.f & FINALIZED) !== 0) finalizer.unregister(t);
+  t.h = -1;
+  return h;
+}
+
 /** Keeps a tensor alive past the end of its scope (it is then freed by GC or dispose()). */
 export function keep<T extends Handle>(t: T): T {
   t.f |= KEPT;

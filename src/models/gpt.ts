@@ -14,7 +14,7 @@ import * as t from '../core/index.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList } from '../nn/index.ts';
 import { AdamW } from '../optim/index.ts';
-import { runBlocks } from '../utils/checkpoint.ts';
+import { checkpoint, runBlocks } from '../utils/checkpoint.ts';
 import { GPT_ACTIVATIONS, GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
 import { weightFiles } from './hf-files.ts';
 import { fromGpt2Keys, gpt2Config, gpt2ConfigJson, toGpt2Keys } from './hf-gpt2.ts';
@@ -24,7 +24,10 @@ export { GPT_CONFIG_DEFAULTS, type GPTConfig } from './gpt-config.ts';
 export interface GPTOptions {
   /** Where parameters are created ('meta' builds the structure without memory). Default CPU. */
   device?: t.DeviceLike;
-  /** Recompute each block's activations in backward instead of keeping them (t.utils.checkpoint). Default false. */
+  /**
+   * Recompute each block's activations, and the loss's log-softmax, in backward instead of
+   * keeping them (t.utils.checkpoint). Default false.
+   */
   activationCheckpointing?: boolean;
 }
 
@@ -163,7 +166,7 @@ export class GPT extends Module {
   readonly config: Readonly<GPTConfig>;
   readonly transformer: GPTTransformer;
   readonly lm_head: Linear;
-  /** Recompute each block's activations in backward (GPTOptions.activationCheckpointing). */
+  /** Recompute each block's activations and the loss's log-softmax in backward (GPTOptions.activationCheckpointing). */
   activationCheckpointing: boolean;
 
   constructor(config: Partial<GPTConfig> = {}, opts: GPTOptions = {}) {
@@ -269,7 +272,14 @@ export class GPT extends Module {
       return { logits: this.lm_head.forward(x.slice(1, T - 1, T)), loss: null };
     }
     const logits = this.lm_head.forward(x);
-    const loss = t.crossEntropy(logits.view([-1, logits.shape[2]]), targets.view([-1]), { ignoreIndex: -1 });
+    const flat = logits.view([-1, logits.shape[2]]);
+    const lossOf = (l: t.Tensor, y: t.Tensor) => t.crossEntropy(l, y, { ignoreIndex: -1 });
+    // Checkpointed, the loss keeps no log-softmax of its own ([B x T, vocab], as large as the
+    // logits: 196 MiB for GPT-2 small at 4 x 256) but recomputes it from the logits, which
+    // the caller holds anyway.
+    const loss = this.activationCheckpointing
+      ? checkpoint(lossOf, flat, targets.view([-1]), { useReentrant: false })
+      : lossOf(flat, targets.view([-1]));
     return { logits, loss };
   }
 

@@ -9,7 +9,7 @@ import { enableGrad, isGradEnabled, noGrad } from '../autograd/grad-mode.ts';
 import { isFloatingPoint } from '../core/dtype.ts';
 import { getRngState, setRngState } from '../core/introspection.ts';
 import { native } from '../core/native.ts';
-import { tidy } from '../core/scope.ts';
+import { releaseHandle, tidy } from '../core/scope.ts';
 import { Tensor, wrap } from '../core/tensor.ts';
 import type { Module } from '../nn/module.ts';
 
@@ -128,9 +128,14 @@ function recompute(id: number, gradHandles: (number | null)[]): (number | null)[
     if (withGrad.length === 0)
       throw new Error('none of output has requires_grad=True, this checkpoint() is not necessary');
     backward(withGrad, gradsWithGrad);
-    const inputGrads = detached.map((d) => (d.requiresGrad ? d.grad : null));
-    return { handles: inputGrads.map((g) => g?.h ?? null), keep: inputGrads };
-  }).handles;
+    // The input gradients' handles go to the node, which releases them once autograd holds
+    // the tensors: kept here, each would live to the end of the caller's scope (a whole
+    // logits-sized gradient through the rest of backward).
+    return detached.map((d) => {
+      const g = d.requiresGrad ? d.grad : null;
+      return g === null ? null : releaseHandle(g);
+    });
+  });
 }
 
 function checkDeterminism(want: { shape: number[]; dtype: string }[], got: Tensor[]): void {
