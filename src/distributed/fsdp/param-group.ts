@@ -188,8 +188,10 @@ export function finishReduceScatter(): void {
             .narrow(0, 0, p.localRows)
             .to({ dtype: p.dtype });
           const have = p.sharded.grad;
-          // .grad holds the tensor itself; the handles go with this scope.
-          if (have === null) p.sharded.grad = piece.clone();
+          // .grad is a view of the reduce-scatter's output (FSDP2's as_strided views of its
+          // reduce output): no copy; the buffer lives while any shard's gradient does. The
+          // handles go with this scope.
+          if (have === null) p.sharded.grad = piece;
           else have.add_(piece);
           offset += p.paddedShardNumel;
         }
