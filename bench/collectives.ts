@@ -2,7 +2,7 @@
 // this machine, in one run, reported as nccl-tests reports them:
 //
 //   npm run bench:collectives [-- --worlds 2,4 --sizes 1K,4K,...,64M --collectives all-reduce,...
-//       --iters 200 --warmup 5 --cell-s 0.4 --rounds 5 --out DIR --python PATH]
+//       --iters 200 --warmup 5 --cell-s 0.4 --rounds 6 --out DIR --python PATH]
 //
 // Collectives: all-reduce (SUM), all-gather (allGatherIntoTensor / all_gather_into_tensor),
 // reduce-scatter (reduceScatterTensor / reduce_scatter_tensor, SUM), all-to-all
@@ -11,8 +11,9 @@
 // For each world size, two gangs of one process per rank (env://, OMP_NUM_THREADS=1) stay
 // up: tsddp's (bench/workers/collectives.mts) and PyTorch's (bench/reference/collectives.py).
 // Each collective and size (a cell) is timed --rounds times by each gang in turn, A B then
-// B A, so the two sides' measurements of a cell are a second apart: a gang times about
-// --cell-s seconds of ops (at most --iters, at least 3) after up to --warmup untimed ops, and
+// B A (an even count gives each side the first turn as often), so the two sides'
+// measurements of a cell are at most about a second apart: a gang times about --cell-s
+// seconds of ops (at most --iters, at least 3) after up to --warmup untimed ops, and
 // its time is the slowest rank's median time per op (see the workers). Reported per cell:
 //   algbw = bytes / (median time over the rounds)
 //   busbw = algbw x 2(n-1)/n (all-reduce), x (n-1)/n (all-gather, reduce-scatter, all-to-all),
@@ -47,7 +48,7 @@ const { values: opts } = parseArgs({
     iters: { type: 'string', default: '200' },
     warmup: { type: 'string', default: '5' },
     'cell-s': { type: 'string', default: '0.4' },
-    rounds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '6' },
     out: { type: 'string', default: 'runs/bench-collectives' },
     python: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -57,7 +58,7 @@ if (opts.help) {
   console.log(
     'usage: node --import tsx bench/collectives.ts [--worlds 2,4] [--sizes 1K,4K,16K,64K,256K,1M,4M,16M,64M]\n' +
       `         [--collectives ${Object.keys(BUS_FACTOR).join(',')}] [--iters 200] [--warmup 5]\n` +
-      '         [--cell-s 0.4] [--rounds 5] [--out runs/bench-collectives] [--python PATH]\n' +
+      '         [--cell-s 0.4] [--rounds 6] [--out runs/bench-collectives] [--python PATH]\n' +
       '  --sizes   bytes per tensor (K = 1024, M = 2^20): all-gather output, reduce-scatter input\n' +
       '  --cell-s  seconds of timed ops per collective and size (at most --iters ops, at least 3)',
   );
@@ -123,8 +124,15 @@ const SIDES: Record<Side, [string, string[]] | null> = {
 // slow spell of the shared machine hits both. The idle gang blocks on its stdin.
 const t0 = performance.now();
 const env = { ...process.env, OMP_NUM_THREADS: '1' };
-/** world -> collective -> size index -> side -> the cell's time per round (s). */
-const times = new Map<number, Map<string, { tsddp: number[]; pytorch: number[]; bytes: number }[]>>();
+/** One cell's measurements: per side, the time per op (s) and the ops timed, round by round. */
+interface CellTimes {
+  tsddp: number[];
+  pytorch: number[];
+  iters: { tsddp: number[]; pytorch: number[] };
+  bytes: number;
+}
+/** world -> collective -> one CellTimes per size. */
+const times = new Map<number, Map<string, CellTimes[]>>();
 const info: Partial<Record<Side, Ready>> = {};
 for (const world of worlds) {
   const gangs: Partial<Record<Side, Gang>> = {};
@@ -134,10 +142,12 @@ for (const world of worlds) {
       if (spec) gangs[side] = await Gang.start({ name: side, command: spec[0], args: spec[1], world, env });
       info[side] ??= gangs[side]?.ready[0] as Ready | undefined;
     }
-    const byCollective = new Map<string, { tsddp: number[]; pytorch: number[]; bytes: number }[]>();
+    const byCollective = new Map<string, CellTimes[]>();
     times.set(world, byCollective);
     for (const collective of collectives) {
-      const cells = sizes.map(() => ({ tsddp: [] as number[], pytorch: [] as number[], bytes: 0 }));
+      const cells = sizes.map(
+        (): CellTimes => ({ tsddp: [], pytorch: [], iters: { tsddp: [], pytorch: [] }, bytes: 0 }),
+      );
       byCollective.set(collective, cells);
       for (const [i, bytes] of sizes.entries()) {
         for (let r = 0; r < rounds; r++) {
@@ -147,6 +157,7 @@ for (const world of worlds) {
             if (!gang) continue;
             const [cell] = await gang.request<Cell>({ cmd: 'cell', collective, bytes, iters, warmup, cellS });
             cells[i][side].push(cell.medianS);
+            cells[i].iters[side].push(cell.iters);
             cells[i].bytes = cell.bytes;
           }
         }
@@ -168,8 +179,11 @@ for (const [world, byCollective] of times) {
         world,
         collective,
         bytes: c.bytes,
-        tsddp: { busbw: bw(median(c.tsddp)), perRoundS: c.tsddp },
-        pytorch: c.pytorch.length > 0 ? { busbw: bw(median(c.pytorch)), perRoundS: c.pytorch } : null,
+        tsddp: { busbw: bw(median(c.tsddp)), perRoundS: c.tsddp, iters: c.iters.tsddp },
+        pytorch:
+          c.pytorch.length > 0
+            ? { busbw: bw(median(c.pytorch)), perRoundS: c.pytorch, iters: c.iters.pytorch }
+            : null,
         ratio: ratios.length > 0 ? median(ratios) : null,
         ratioRange: ratios.length > 0 ? [min(ratios), max(ratios)] : null,
       });
