@@ -105,6 +105,26 @@ test('setRequiresGradientSync(false): a batch in two halves, reduced once, is th
   check(rs, 'reshard_true', { ...FP32, loss: 1e-5 });
 });
 
+test('two reduced backwards without zeroGrad add up in the shards’ .grad: exactly twice one backward’s', async () => {
+  const rs = okResults(
+    await runJob<{ once: number[][]; twice: number[][] }>('fsdp', {
+      worldSize: 2,
+      config: { mode: 'twice' },
+    }),
+  );
+  for (const [rank, r] of rs.entries()) {
+    assert.ok(
+      r.once.some((g) => g.some((v) => v !== 0)),
+      `rank ${rank}: gradients came`,
+    );
+    assert.deepEqual(
+      r.twice,
+      r.once.map((g) => g.map((v) => 2 * v)),
+      `rank ${rank}`,
+    );
+  }
+});
+
 test('activation checkpointing inside sharded blocks (recomputed in backward) trains to the same parameters', async () => {
   const rs = okResults(
     await runJob<Result>('fsdp', {

@@ -87,7 +87,8 @@ std::vector<at::Tensor> tensors(const Napi::Value& v, const char* what) {
   return out;
 }
 
-// setCheckpointDispatcher(fn): fn(regionId, gradHandles (null: none)) -> input gradient handles (null: none).
+// setCheckpointDispatcher(fn): fn(regionId, gradHandles (null: none)) -> input gradient handles (null: none),
+// handed over: the node releases each once read (JS has given them up: src/core/scope.ts releaseHandle).
 Napi::Value SetCheckpointDispatcher(const Napi::CallbackInfo& info) {
   *dispatcher = Napi::Persistent(info[0].As<Napi::Function>());
   dispatcherEnv = info.Env();

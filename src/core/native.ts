@@ -195,7 +195,8 @@ export interface NativeAddon {
     blocking?: boolean,
   ): Ended;
   monitoredBarrier(pg: number, timeoutMs: number, waitAllRanks: boolean, blocking?: boolean): Ended;
-  // activation checkpointing (native/src/checkpoint.cc)
+  // activation checkpointing (native/src/checkpoint.cc); fn's returned handles are handed
+  // over: the node releases each once read (see releaseHandle in scope.ts)
   setCheckpointDispatcher(fn: (regionId: number, grads: (number | null)[]) => (number | null)[]): void;
   /** The outputs (detached) with a checkpointed region's node as grad_fn; its edges go to the inputs. */
   checkpointAttach(inputs: number[], outputs: number[], regionId: number): number[];

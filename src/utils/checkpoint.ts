@@ -131,10 +131,8 @@ function recompute(id: number, gradHandles: (number | null)[]): (number | null)[
     // The input gradients' handles go to the node, which releases them once autograd holds
     // the tensors: kept here, each would live to the end of the caller's scope (a whole
     // logits-sized gradient through the rest of backward).
-    return detached.map((d) => {
-      const g = d.requiresGrad ? d.grad : null;
-      return g === null ? null : releaseHandle(g);
-    });
+    const inputGrads = detached.map((d) => (d.requiresGrad ? d.grad : null));
+    return inputGrads.map((g) => (g === null ? null : releaseHandle(g)));
   });
 }
 

@@ -19,7 +19,7 @@ const fx = JSON.parse(
   }[];
 };
 const { mode, reshardAfterForward, accumulate, bf16, checkpointing, offload } = workerConfig<{
-  mode?: 'train' | 'reload';
+  mode?: 'train' | 'reload' | 'twice';
   reshardAfterForward?: boolean;
   accumulate?: boolean;
   bf16?: boolean;
@@ -120,6 +120,23 @@ function reload() {
   };
 }
 
+/**
+ * Two reduced backwards of the first batch without zeroGrad between them: each shard's
+ * .grad after the first, and after the second (which adds into it in place).
+ */
+function twice() {
+  const gpt = fixtureGpt(fx.init);
+  for (const block of gpt.transformer.h) d.fsdp.fullyShard(block);
+  const model = d.fsdp.fullyShard(gpt);
+  const [x, y] = fx.ranks[rank].batches[0];
+  const grads = () => model.parameters().map((p) => values(p.grad as t.Tensor));
+  const backward = () => t.tidy(() => (model.forward(toTensor(x), toTensor(y)).loss as t.Tensor).backward());
+  backward();
+  const once = grads();
+  backward();
+  return { once, twice: grads() };
+}
+
 d.initProcessGroup({ backend: 'gloo', timeoutMs: 60_000 });
-writeResult(mode === 'reload' ? reload() : run());
+writeResult(mode === 'reload' ? reload() : mode === 'twice' ? twice() : run());
 d.destroyProcessGroup();

@@ -189,8 +189,10 @@ export function finishReduceScatter(): void {
             .to({ dtype: p.dtype });
           const have = p.sharded.grad;
           // .grad is a view of the reduce-scatter's output (FSDP2's as_strided views of its
-          // reduce output): no copy; the buffer lives while any shard's gradient does. The
-          // handles go with this scope.
+          // reduce output): no copy. The whole buffer lives while any of the group's shard
+          // gradients does (all of them go together with zeroGrad). Views of one buffer
+          // never overlap, and a later backward adds into them in place. The handles go
+          // with this scope.
           if (have === null) p.sharded.grad = piece;
           else have.add_(piece);
           offset += p.paddedShardNumel;

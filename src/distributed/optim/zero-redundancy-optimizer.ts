@@ -38,8 +38,8 @@ export interface ZeroRedundancyOptimizerOptions {
   /** Keep each rank's shard in one flat tensor and broadcast it in one call. Default false. */
   parametersAsBucketView?: boolean;
   /**
-   * PyTorch's overlap of the step with DDP's comm hook (hook_with_zero_step): refused. On
-   * Gloo PyTorch refuses it too; over NCCL it is not offered yet.
+   * PyTorch's overlap of the step with DDP's comm hook (hook_with_zero_step): refused. Over
+   * Gloo PyTorch's hook refuses it too; over NCCL it is not offered yet.
    */
   overlapWithDdp?: boolean;
   /** The rest are the local optimizer's options (lr, momentum, weightDecay, ...). */
@@ -47,16 +47,18 @@ export interface ZeroRedundancyOptimizerOptions {
 }
 
 /**
- * Why overlapWithDdp is refused. PyTorch's hooks that run the step inside DDP's comm hook
- * (torch/distributed/algorithms/ddp_comm_hooks/ddp_zero_hook.py) refuse a Gloo group
- * ("Gloo backend using Overlapping DDP with ZeRO may meet hangs"); with NCCL the step
- * would have to run in the hook's C++ continuation, which needs a GPU to build and test.
+ * Why overlapWithDdp is refused. PyTorch runs the step inside DDP's comm hook
+ * (hook_with_zero_step, torch/distributed/algorithms/ddp_comm_hooks/ddp_zero_hook.py), and
+ * that hook refuses a Gloo group ("Gloo backend using Overlapping DDP with ZeRO may meet
+ * hangs"); over NCCL the step would have to run in the hook's C++ continuation, which
+ * needs a GPU to build and test.
  */
 function overlapRefusal(pg: ProcessGroup): string {
-  const head = 'ZeroRedundancyOptimizer(): overlapWithDdp';
+  const head = 'ZeroRedundancyOptimizer(): overlapWithDdp is not offered';
+  const instead = 'call step() after backward instead';
   return pg.backend === 'gloo'
-    ? `${head} needs NCCL: over Gloo PyTorch refuses it too (its hook_with_zero_step: "Gloo backend using Overlapping DDP with ZeRO may meet hangs"); call step() after backward instead`
-    : `${head} is not offered over NCCL yet; call step() after backward instead`;
+    ? `${head}: over Gloo PyTorch refuses it too (its hook_with_zero_step: "Gloo backend using Overlapping DDP with ZeRO may meet hangs"); ${instead}`
+    : `${head} over ${pg.backend} yet; ${instead}`;
 }
 
 const OWN_KEYS = new Set(['optimizerClass', 'processGroup', 'parametersAsBucketView', 'overlapWithDdp']);
