@@ -272,14 +272,14 @@ export class GPT extends Module {
       return { logits: this.lm_head.forward(x.slice(1, T - 1, T)), loss: null };
     }
     const logits = this.lm_head.forward(x);
-    const flat = logits.view([-1, logits.shape[2]]);
     const lossOf = (l: t.Tensor, y: t.Tensor) => t.crossEntropy(l, y, { ignoreIndex: -1 });
+    const args = [logits.view([-1, logits.shape[2]]), targets.view([-1])] as const;
     // Checkpointed, the loss keeps no log-softmax of its own ([B x T, vocab], as large as the
     // logits: 196 MiB for GPT-2 small at 4 x 256) but recomputes it from the logits, which
     // the caller holds anyway.
     const loss = this.activationCheckpointing
-      ? checkpoint(lossOf, flat, targets.view([-1]), { useReentrant: false })
-      : lossOf(flat, targets.view([-1]));
+      ? checkpoint(lossOf, ...args, { useReentrant: false })
+      : lossOf(...args);
     return { logits, loss };
   }
 
