@@ -14,8 +14,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { camelCase } from '../src/core/options.ts';
 import * as t from '../src/index.ts';
-import { camelCase, type Signature, signatureOf } from '../src/nn/args.ts';
+import { type Signature, signatureOf } from '../src/nn/args.ts';
 import * as nn from '../src/nn/index.ts';
 
 const F = nn.functional;

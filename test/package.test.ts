@@ -80,11 +80,20 @@ test('the tarball holds the compiled package and no tests, fixtures or benchmark
     'LICENSE',
   ])
     assert.ok(paths.includes(needed), `${needed} is missing from the tarball`);
+  // The README's links into docs/ resolve inside the package (the generated API pages,
+  // docs/api, are left out: the .d.ts files carry the same text).
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const linked = [...readme.matchAll(/\]\((docs\/[^)#]+)/g)].map((m) => m[1]);
+  assert.ok(linked.includes('docs/guide/porting.md'));
+  for (const doc of new Set(linked))
+    if (!doc.startsWith('docs/api/'))
+      assert.ok(paths.includes(doc), `README links ${doc}, which is not in the tarball`);
   // src/ stays out but for the torch version reader the install script imports before
   // anything is compiled (src/core/torch-version.mjs; dist/ has its copy for the library).
   const unwanted = paths.filter(
     (p) =>
-      (/^(test|src|examples|docs|\.ci|native\/build)\//.test(p) && p !== 'src/core/torch-version.mjs') ||
+      (/^(test|src|examples|\.ci|native\/build)\//.test(p) && p !== 'src/core/torch-version.mjs') ||
+      /^docs\/(api|.*\.png$)/.test(p) ||
       /fixture/i.test(p) ||
       // The reference side of `tsddp bench --reference`: ddp.py and the ResNet it imports.
       (p.startsWith('bench/') && !['bench/reference/ddp.py', 'bench/reference/train_step.py'].includes(p)) ||

@@ -5,6 +5,7 @@
 // state exactly as torch.autocast.__enter__/__exit__ do.
 import { type DType, dtypeCode, dtypeFromCode, toDType } from '../core/dtype.ts';
 import { native } from '../core/native.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cuda } from '../core/runtime.ts';
 
 /** Device types libtorch's autocast supports in this build of tsddp. */
@@ -22,6 +23,8 @@ export interface AutocastOptions {
   enabled?: boolean;
 }
 
+const OPTIONS = optionNames<AutocastOptions>({ deviceType: true, dtype: true, enabled: true });
+
 const DEVICE_TYPES: readonly string[] = ['cpu', 'cuda'];
 // torch.autocast accepts these two for every device type (device_supported_dtypes).
 const SUPPORTED_DTYPES: readonly DType[] = ['bfloat16', 'float16'];
@@ -38,6 +41,7 @@ function resolve(opts: AutocastOptions): Region {
   if (opts === null || typeof opts !== 'object') {
     throw new TypeError("autocast(): expected options { deviceType: 'cpu' | 'cuda', dtype?, enabled? }");
   }
+  checkOptions('autocast', opts, OPTIONS);
   const { deviceType } = opts;
   if (typeof deviceType !== 'string' || !DEVICE_TYPES.includes(deviceType)) {
     throw new TypeError(

@@ -6,6 +6,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { DType } from '../core/dtype.ts';
 import { _ampForeachNonFiniteCheckAndUnscale_, _ampUpdateScale_, full } from '../core/ops.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cuda } from '../core/runtime.ts';
 import { tidy } from '../core/scope.ts';
 import { Tensor } from '../core/tensor.ts';
@@ -33,6 +34,15 @@ export interface GradScalerOptions {
   growthInterval?: number;
   enabled?: boolean;
 }
+
+const OPTIONS = optionNames<GradScalerOptions>({
+  device: true,
+  initScale: true,
+  growthFactor: true,
+  backoffFactor: true,
+  growthInterval: true,
+  enabled: true,
+});
 
 /** GradScaler.stateDict(), with PyTorch's keys so checkpoints interoperate. */
 export interface GradScalerState {
@@ -86,7 +96,27 @@ export class GradScaler {
   private growthTracker: Tensor | null = null;
   private perOptimizerStates = new Map<ScalableOptimizer, OptimizerState>();
 
-  constructor(opts: GradScalerOptions = {}) {
+  /**
+   * `new GradScaler({ device: 'cpu', initScale })`, or PyTorch's positional form
+   * `new GradScaler('cpu')` (its first parameter is the device), with options after it.
+   */
+  constructor(options?: GradScalerOptions);
+  constructor(device: string, options?: Omit<GradScalerOptions, 'device'>);
+  constructor(first?: string | GradScalerOptions, second?: Omit<GradScalerOptions, 'device'>) {
+    let opts: GradScalerOptions;
+    if (typeof first === 'string') {
+      opts = {
+        ...checkOptions(
+          'GradScaler',
+          second,
+          OPTIONS.filter((k) => k !== 'device'),
+        ),
+        device: first,
+      };
+    } else {
+      if (second !== undefined) throw new TypeError('GradScaler(): options come once, after the device');
+      opts = checkOptions('GradScaler', first, OPTIONS);
+    }
     this.device = opts.device ?? 'cuda';
     this.enabled = opts.enabled ?? true;
     if (this.device === 'cuda' && this.enabled && !cuda.isAvailable()) {

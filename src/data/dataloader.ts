@@ -1,6 +1,7 @@
 // DataLoader: batches from a dataset in sampler order, loaded in the main thread or by a
 // pool of worker threads, wrapped as tensors without copying (torch.utils.data.DataLoader).
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { setTensorStack } from './collate.ts';
 import { DataLoaderError, DataLoaderWorkerError } from './errors.ts';
 import {
@@ -88,6 +89,24 @@ export interface DataLoaderOptions {
   workerInit?: ModuleRef;
 }
 
+const OPTIONS = optionNames<DataLoaderOptions>({
+  batchSize: true,
+  shuffle: true,
+  sampler: true,
+  batchSampler: true,
+  numWorkers: true,
+  prefetchFactor: true,
+  persistentWorkers: true,
+  pinMemory: true,
+  dropLast: true,
+  timeoutMs: true,
+  skipBadSamples: true,
+  collate: true,
+  seed: true,
+  generator: true,
+  workerInit: true,
+});
+
 /** A collated field: numbers, booleans and arrays become a tensor; strings a list; records and tuples nest. */
 type Collated<F> = F extends string
   ? string[]
@@ -155,7 +174,8 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   private nextTaskId = 0;
   private readonly iterable: boolean;
 
-  constructor(dataset: Dataset<S> | IterableDataset<S>, opts: DataLoaderOptions = {}) {
+  constructor(dataset: Dataset<S> | IterableDataset<S>, options?: DataLoaderOptions) {
+    const opts = checkOptions('DataLoader', options, OPTIONS);
     this.dataset = dataset;
     this.iterable = isIterableDataset(dataset);
     this.numWorkers = opts.numWorkers ?? 0;

@@ -2,6 +2,7 @@
 // and torch.utils.data.distributed). Random orders come from libtorch's own randperm and
 // generators, so with the same seeds they are index-for-index PyTorch's orders.
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { envInt } from '../env/index.ts';
 
 /** Anything with a length, like a Dataset (PyTorch's `Sized`). */
@@ -72,6 +73,12 @@ export interface RandomSamplerOptions {
   generator?: t.Generator;
 }
 
+const RANDOM_OPTIONS = optionNames<RandomSamplerOptions>({
+  replacement: true,
+  numSamples: true,
+  generator: true,
+});
+
 /**
  * Random order, like torch.utils.data.RandomSampler, drawing exactly the same calls:
  * without a generator each epoch first draws a seed from the default generator
@@ -88,8 +95,9 @@ export class RandomSampler implements Sampler {
 
   constructor(
     private readonly dataSource: Sized,
-    opts: RandomSamplerOptions = {},
+    options?: RandomSamplerOptions,
   ) {
+    const opts = checkOptions('RandomSampler', options, RANDOM_OPTIONS);
     this.replacement = opts.replacement ?? false;
     if (typeof this.replacement !== 'boolean') {
       throw new TypeError(`RandomSampler: replacement should be a boolean, got ${String(this.replacement)}`);
@@ -148,6 +156,8 @@ export interface WeightedRandomSamplerOptions {
   generator?: t.Generator;
 }
 
+const WEIGHTED_OPTIONS = optionNames<WeightedRandomSamplerOptions>({ replacement: true, generator: true });
+
 /**
  * Indices 0..weights.length-1 drawn with probabilities proportional to `weights`, like
  * torch.utils.data.WeightedRandomSampler: each epoch is one
@@ -166,9 +176,10 @@ export class WeightedRandomSampler implements Sampler {
   constructor(
     weights: ArrayLike<number> | t.Tensor,
     numSamples: number,
-    opts: WeightedRandomSamplerOptions = {},
+    options?: WeightedRandomSamplerOptions,
   ) {
     const what = 'WeightedRandomSampler';
+    const opts = checkOptions(what, options, WEIGHTED_OPTIONS);
     if (typeof numSamples !== 'number' || !Number.isInteger(numSamples) || numSamples <= 0) {
       throw new RangeError(`${what}: numSamples should be a positive integer, got ${String(numSamples)}`);
     }
@@ -289,6 +300,14 @@ export interface DistributedSamplerOptions {
   dropLast?: boolean;
 }
 
+const DISTRIBUTED_OPTIONS = optionNames<DistributedSamplerOptions>({
+  numReplicas: true,
+  rank: true,
+  shuffle: true,
+  seed: true,
+  dropLast: true,
+});
+
 /** RANK / WORLD_SIZE as the launcher sets them (src/env), for an option not given. */
 function fromLauncher(name: string, what: string): number {
   return envInt(name, { missing: `DistributedSampler: pass ${what} (or set ${name}, as the launcher does)` });
@@ -318,8 +337,9 @@ export class DistributedSampler implements Sampler {
 
   constructor(
     private readonly dataset: Sized,
-    opts: DistributedSamplerOptions = {},
+    options?: DistributedSamplerOptions,
   ) {
+    const opts = checkOptions('DistributedSampler', options, DISTRIBUTED_OPTIONS);
     this.numReplicas = opts.numReplicas ?? fromLauncher('WORLD_SIZE', 'numReplicas');
     this.rank = opts.rank ?? fromLauncher('RANK', 'rank');
     checkPositiveInt('DistributedSampler: numReplicas', this.numReplicas);

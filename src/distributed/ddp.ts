@@ -6,6 +6,7 @@ import { fromBytes } from '../core/creation.ts';
 import { TorchError } from '../core/errors.ts';
 import { native } from '../core/native.ts';
 import { ones, zeros } from '../core/ops.generated.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { tidy } from '../core/scope.ts';
 import { Tensor, wrap } from '../core/tensor.ts';
 import { Module } from '../nn/module.ts';
@@ -49,6 +50,18 @@ export interface DDPOptions {
   powerSGD?: PowerSGDOptions;
   processGroup?: ProcessGroup;
 }
+
+const OPTIONS = optionNames<DDPOptions>({
+  deviceIds: true,
+  bucketCapMb: true,
+  gradientAsBucketView: true,
+  staticGraph: true,
+  findUnusedParameters: true,
+  broadcastBuffers: true,
+  commHook: true,
+  powerSGD: true,
+  processGroup: true,
+});
 
 /** Runtime statistics from c10d::Logger, averaged over the recorded iterations. */
 export interface DDPStats {
@@ -97,8 +110,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
   /** DDP's join hook option: divide gradients by the initial world size even after ranks join. */
   private divideByInitialWorldSize = true;
 
-  constructor(module: M, opts: DDPOptions = {}) {
+  constructor(module: M, options?: DDPOptions) {
     super();
+    const opts = checkOptions('DistributedDataParallel', options, OPTIONS);
     this.module = module;
     const pg = opts.processGroup ?? getDefaultGroup();
     this.processGroup = pg;
@@ -123,6 +137,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     const named = module.namedParameters().filter(([, p]) => p.requiresGrad);
     if (named.length === 0) {
       throw new TypeError('DistributedDataParallel: the module has no parameter that requires a gradient');
+    }
+    if (
+      opts.deviceIds !== undefined &&
+      opts.deviceIds.length > 0 &&
+      named.some(([, p]) => p.device === 'cpu')
+    ) {
+      // PyTorch's ValueError: device_ids name the GPU a module lives on; a CPU module has none.
+      throw new TypeError(
+        `DistributedDataParallel: deviceIds only work with modules on a GPU, but got deviceIds [${opts.deviceIds.join(', ')}] and module parameters on the CPU (leave deviceIds out on the CPU)`,
+      );
     }
     this.params = named.map(([, p]) => p);
     const handles = this.params.map((p) => p.h);

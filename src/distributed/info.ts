@@ -46,7 +46,7 @@ export function isBackendAvailable(backend: string): boolean {
 }
 
 /** The backend PyTorch picks for a device type: 'gloo' for 'cpu', 'nccl' for 'cuda'. */
-export function getDefaultBackendForDevice(device: string): string {
+export function getDefaultBackendForDevice(device: string): 'gloo' | 'nccl' {
   const type = device.split(':')[0];
   if (type === 'cpu') return 'gloo';
   if (type === 'cuda') return 'nccl';

@@ -11,6 +11,8 @@
 // and types its parameter list with Args<>: the TypeScript overloads come from the same
 // names as the runtime binding, so the two cannot disagree about positions.
 
+import { unknownOption as unknownOptionNamed } from '../core/options.ts';
+
 /** A list of parameter names, in order. */
 type Names = readonly string[];
 
@@ -196,11 +198,11 @@ function tooManyPositional(sig: Signature, fn: string, given: number): TypeError
 }
 
 function unknownOption(sig: Signature, fn: string, key: string): TypeError {
-  const names = [...sig.index.keys()].filter((k) => !sig.required.includes(k));
-  const near = nearest(key, names);
-  const hint = near.length > 0 ? ` (did you mean ${near.map((k) => `'${k}'`).join(' or ')}?)` : '';
-  const takes = names.length > 0 ? `; ${fn} takes ${names.join(', ')}` : `; ${fn} takes no options`;
-  return new TypeError(`${fn}(): unknown option '${key}'${hint}${takes}`);
+  return unknownOptionNamed(
+    fn,
+    key,
+    [...sig.index.keys()].filter((k) => !sig.required.includes(k)),
+  );
 }
 
 function unsupported(sig: Signature, fn: string, p: string, value: unknown, only: unknown): TypeError {
@@ -214,36 +216,6 @@ function show(v: unknown): string {
   if (typeof v === 'string') return `'${v}'`;
   if (typeof v === 'object' && v !== null) return v.constructor?.name ?? 'object';
   return String(v);
-}
-
-/** camelCase of a snake_case name (PyTorch's spelling of an option). */
-export function camelCase(name: string): string {
-  const lead = /^_*/.exec(name)?.[0] ?? '';
-  return lead + name.slice(lead.length).replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-}
-
-/** The names closest to `key`: its camelCase spelling, or within a third of its length in edits. */
-function nearest(key: string, names: readonly string[]): string[] {
-  const camel = camelCase(key);
-  if (camel !== key && names.includes(camel)) return [camel];
-  const lower = key.toLowerCase();
-  const scored = names
-    .map((n) => [n, editDistance(lower, n.toLowerCase())] as const)
-    .filter(([n, d]) => d <= Math.max(1, Math.floor(Math.max(key.length, n.length) / 3)))
-    .sort((a, b) => a[1] - b[1]);
-  return scored.filter(([, d]) => d === scored[0]?.[1]).map(([n]) => n);
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length];
 }
 
 /**

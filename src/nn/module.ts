@@ -22,6 +22,7 @@ import { noGrad } from '../autograd/index.ts';
 import { resolveDevice } from '../core/cuda.ts';
 import { dtypeFromName, isFloatingPoint, toDType } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
+import { setToNoneArg } from '../core/options.ts';
 import { TsddpError } from '../errors/index.ts';
 import { isParameter, Parameter } from './parameter.ts';
 
@@ -314,8 +315,8 @@ export class Module {
   }
 
   /** Clears parameter gradients: drops them (default, like PyTorch) or zeroes them in place. */
-  zeroGrad(opts: { setToNone?: boolean } = {}): void {
-    const setToNone = opts.setToNone ?? true;
+  zeroGrad(setToNoneOrOptions?: boolean | { setToNone?: boolean }): void {
+    const setToNone = setToNoneArg('zeroGrad', setToNoneOrOptions);
     for (const p of this.parameters()) {
       if (setToNone) {
         p.grad = null;

@@ -4,6 +4,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar, checkLoopOnly, mulScalar_, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
@@ -22,8 +23,18 @@ export interface AdadeltaOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<AdadeltaOptions>({
+  lr: true,
+  rho: true,
+  eps: true,
+  weightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class Adadelta extends Optimizer {
-  constructor(params: ParamsInput<AdadeltaOptions>, opts: AdadeltaOptions = {}) {
+  constructor(params: ParamsInput<AdadeltaOptions>, options?: AdadeltaOptions) {
+    const opts = checkOptions('Adadelta', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1.0,
       rho: opts.rho ?? 0.9,

@@ -8,6 +8,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { checkLoopOnly, mulScalar_, newStep, pyMax, pyMin, stateTensor, withGrads } from './per-parameter.ts';
@@ -32,6 +33,16 @@ export interface AdafactorOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<AdafactorOptions>({
+  lr: true,
+  beta2Decay: true,
+  eps: true,
+  d: true,
+  weightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 /** torch.finfo(dtype).eps. */
 const MACHINE_EPS: Record<string, number> = {
   float32: 2 ** -23,
@@ -54,7 +65,8 @@ function epsOf(g: ParamGroup): [number | null, number] {
 }
 
 export class Adafactor extends Optimizer {
-  constructor(params: ParamsInput<AdafactorOptions>, opts: AdafactorOptions = {}) {
+  constructor(params: ParamsInput<AdafactorOptions>, options?: AdafactorOptions) {
+    const opts = checkOptions('Adafactor', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       beta2Decay: opts.beta2Decay ?? -0.8,

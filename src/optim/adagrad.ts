@@ -5,6 +5,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar_, checkLoopOnly, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
@@ -31,8 +32,20 @@ export interface AdagradOptions {
   fused?: boolean | null;
 }
 
+const OPTIONS = optionNames<AdagradOptions>({
+  lr: true,
+  lrDecay: true,
+  weightDecay: true,
+  initialAccumulatorValue: true,
+  eps: true,
+  maximize: true,
+  foreach: true,
+  fused: true,
+});
+
 export class Adagrad extends Optimizer {
-  constructor(params: ParamsInput<AdagradOptions>, opts: AdagradOptions = {}) {
+  constructor(params: ParamsInput<AdagradOptions>, options?: AdagradOptions) {
+    const opts = checkOptions('Adagrad', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       lrDecay: opts.lrDecay ?? 0,

@@ -9,6 +9,7 @@
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { defaultForeach, groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
@@ -38,8 +39,21 @@ export interface AdamOptions {
   decoupledWeightDecay?: boolean;
 }
 
+const OPTIONS = optionNames<AdamOptions>({
+  lr: true,
+  betas: true,
+  eps: true,
+  weightDecay: true,
+  amsgrad: true,
+  maximize: true,
+  foreach: true,
+  fused: true,
+  decoupledWeightDecay: true,
+});
+
 export class Adam extends Optimizer {
-  constructor(params: ParamsInput<AdamOptions>, opts: AdamOptions = {}) {
+  constructor(params: ParamsInput<AdamOptions>, options?: AdamOptions) {
+    const opts = checkOptions('Adam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],
@@ -263,12 +277,15 @@ function betasOf(g: ParamGroup): [number, number] {
   return [b[0], b[1]];
 }
 
+const ADAMW_OPTIONS = OPTIONS.filter((k) => k !== 'decoupledWeightDecay');
+
 /** AdamW: Adam with decoupled weight decay (default 1e-2), as torch.optim.AdamW. */
 export class AdamW extends Adam {
   constructor(
     params: ParamsInput<Omit<AdamOptions, 'decoupledWeightDecay'>>,
-    opts: Omit<AdamOptions, 'decoupledWeightDecay'> = {},
+    options?: Omit<AdamOptions, 'decoupledWeightDecay'>,
   ) {
+    const opts = checkOptions('AdamW', options, ADAMW_OPTIONS);
     super(params, { ...opts, weightDecay: opts.weightDecay ?? 1e-2, decoupledWeightDecay: true });
   }
 

@@ -5,6 +5,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import {
@@ -33,8 +34,18 @@ export interface AdamaxOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<AdamaxOptions>({
+  lr: true,
+  betas: true,
+  eps: true,
+  weightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class Adamax extends Optimizer {
-  constructor(params: ParamsInput<AdamaxOptions>, opts: AdamaxOptions = {}) {
+  constructor(params: ParamsInput<AdamaxOptions>, options?: AdamaxOptions) {
+    const opts = checkOptions('Adamax', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 2e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

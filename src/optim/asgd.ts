@@ -6,6 +6,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
 import {
@@ -35,8 +36,19 @@ export interface ASGDOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<ASGDOptions>({
+  lr: true,
+  lambd: true,
+  alpha: true,
+  t0: true,
+  weightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class ASGD extends Optimizer {
-  constructor(params: ParamsInput<ASGDOptions>, opts: ASGDOptions = {}) {
+  constructor(params: ParamsInput<ASGDOptions>, options?: ASGDOptions) {
+    const opts = checkOptions('ASGD', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       lambd: opts.lambd ?? 1e-4,

@@ -5,12 +5,15 @@
 import { noGrad } from '../autograd/index.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 
 export interface ClipGradNormOptions {
   /** Throw when the total norm is NaN or infinite instead of scaling by it (default false). */
   errorIfNonfinite?: boolean;
 }
+
+const OPTIONS = optionNames<ClipGradNormOptions>({ errorIfNonfinite: true });
 
 function gradsOf(params: Tensor | Tensor[]): Tensor[] {
   const list = params instanceof t.Tensor ? [params] : params;
@@ -26,7 +29,8 @@ function gradsOf(params: Tensor | Tensor[]): Tensor[] {
  * The norm of order `normType` of all `tensors` together (as if concatenated), as
  * torch.nn.utils.get_total_norm. A 0-dim tensor; 0 for an empty list.
  */
-export function getTotalNorm(tensors: Tensor[], normType = 2, opts: ClipGradNormOptions = {}): Tensor {
+export function getTotalNorm(tensors: Tensor[], normType = 2, options?: ClipGradNormOptions): Tensor {
+  const opts = checkOptions('getTotalNorm', options, OPTIONS);
   return noGrad(() =>
     t.tidy(() => {
       if (tensors.length === 0) return t.zeros([]);
@@ -79,7 +83,7 @@ export function clipGradNorm_(
 ): Tensor {
   return noGrad(() =>
     t.tidy(() => {
-      const total = getTotalNorm(gradsOf(params), normType, opts);
+      const total = getTotalNorm(gradsOf(params), normType, checkOptions('clipGradNorm_', opts, OPTIONS));
       clipGradsWithNorm_(params, maxNorm, total);
       return total;
     }),

@@ -14,6 +14,7 @@
 import { enableGrad, noGrad } from '../autograd/index.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import {
   hyper,
@@ -40,6 +41,16 @@ export interface LBFGSOptions {
   /** 'strong_wolfe' for PyTorch's line search, or null for fixed steps (PyTorch: line_search_fn). */
   lineSearchFn?: 'strong_wolfe' | null;
 }
+
+const OPTIONS = optionNames<LBFGSOptions>({
+  lr: true,
+  maxIter: true,
+  maxEval: true,
+  toleranceGrad: true,
+  toleranceChange: true,
+  historySize: true,
+  lineSearchFn: true,
+});
 
 /** A scalar of PyTorch's LBFGS: a Python float (a number) or a 0-dim tensor. */
 type Scalar = number | Tensor;
@@ -535,7 +546,8 @@ function shouldStop(pr: StepProgress, mem: LbfgsMemory, hp: LbfgsHyper): boolean
 }
 
 export class LBFGS extends Optimizer {
-  constructor(params: ParamsInput<LBFGSOptions>, opts: LBFGSOptions = {}) {
+  constructor(params: ParamsInput<LBFGSOptions>, options?: LBFGSOptions) {
+    const opts = checkOptions('LBFGS', options, OPTIONS);
     const maxIter = opts.maxIter ?? 20;
     super(params, {
       lr: opts.lr ?? 1,

@@ -7,6 +7,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import {
   flag,
   hyper,
@@ -39,6 +40,17 @@ export interface MuonOptions {
    */
   adjustLrFn?: 'original' | 'match_rms_adamw' | null;
 }
+
+const OPTIONS = optionNames<MuonOptions>({
+  lr: true,
+  weightDecay: true,
+  momentum: true,
+  nesterov: true,
+  nsCoefficients: true,
+  eps: true,
+  nsSteps: true,
+  adjustLrFn: true,
+});
 
 function coefficientsOf(g: ParamGroup): [number, number, number] {
   const c = g.nsCoefficients;
@@ -83,7 +95,8 @@ function adjustLr(lr: number, fn: unknown, [rows, cols]: number[]): number {
 }
 
 export class Muon extends Optimizer {
-  constructor(params: ParamsInput<MuonOptions>, opts: MuonOptions = {}) {
+  constructor(params: ParamsInput<MuonOptions>, options?: MuonOptions) {
+    const opts = checkOptions('Muon', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       weightDecay: opts.weightDecay ?? 0.1,

@@ -8,6 +8,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
 import {
@@ -42,8 +43,20 @@ export interface NAdamOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<NAdamOptions>({
+  lr: true,
+  betas: true,
+  eps: true,
+  weightDecay: true,
+  momentumDecay: true,
+  decoupledWeightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class NAdam extends Optimizer {
-  constructor(params: ParamsInput<NAdamOptions>, opts: NAdamOptions = {}) {
+  constructor(params: ParamsInput<NAdamOptions>, options?: NAdamOptions) {
+    const opts = checkOptions('NAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 2e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

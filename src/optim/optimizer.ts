@@ -11,6 +11,7 @@ import { enableGrad, noGrad } from '../autograd/index.ts';
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { camelCase, setToNoneArg } from '../core/options.ts';
 
 /** One parameter group: its parameters and hyperparameters (lr, momentum, betas, ...). */
 export type ParamGroup = { params: Tensor[]; lr: number; [hyper: string]: unknown };
@@ -78,7 +79,17 @@ export abstract class Optimizer {
       throw new RangeError('optimizer contains a parameter group with duplicate parameters');
     }
     const full: Record<string, unknown> = { params };
-    for (const [k, v] of Object.entries(group)) if (k !== 'params' && v !== undefined) full[k] = v;
+    for (const [k, v] of Object.entries(group)) {
+      if (k === 'params' || v === undefined) continue;
+      // A group may carry keys of its own (PyTorch keeps them too), but PyTorch's spelling
+      // of a hyperparameter would be one of those, and the group would run on the default.
+      const camel = camelCase(k);
+      if (camel !== k && camel in this.defaults)
+        throw new TypeError(
+          `param group: '${k}' is PyTorch's spelling of the hyperparameter '${camel}'; use '${camel}' (a group's other keys are kept as they are)`,
+        );
+      full[k] = v;
+    }
     for (const [k, v] of Object.entries(this.defaults)) {
       if (full[k] === undefined) full[k] = Array.isArray(v) ? [...v] : v;
     }
@@ -124,8 +135,8 @@ export abstract class Optimizer {
    * Resets the gradients: to null (the default, as PyTorch 2.x), or to zeros in place
    * when `setToNone` is false.
    */
-  zeroGrad(opts: { setToNone?: boolean } = {}): void {
-    const setToNone = opts.setToNone ?? true;
+  zeroGrad(setToNoneOrOptions?: boolean | { setToNone?: boolean }): void {
+    const setToNone = setToNoneArg('zeroGrad', setToNoneOrOptions);
     noGrad(() =>
       t.tidy(() => {
         const buckets = new Map<string, Tensor[]>();
@@ -188,6 +199,10 @@ export abstract class Optimizer {
    */
   loadStateDict(sd: OptimizerStateDict): void {
     const saved = sd.paramGroups;
+    if (saved === undefined && 'param_groups' in sd)
+      throw new TypeError(
+        "loadStateDict: this state dict is in PyTorch's layout (param_groups, snake_case); convert it with optimizerStateDictFromPyTorch first",
+      );
     if (!Array.isArray(saved) || saved.length !== this.paramGroups.length) {
       throw new RangeError('loaded state dict has a different number of parameter groups');
     }

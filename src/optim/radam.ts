@@ -8,6 +8,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import {
@@ -40,8 +41,19 @@ export interface RAdamOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<RAdamOptions>({
+  lr: true,
+  betas: true,
+  eps: true,
+  weightDecay: true,
+  decoupledWeightDecay: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class RAdam extends Optimizer {
-  constructor(params: ParamsInput<RAdamOptions>, opts: RAdamOptions = {}) {
+  constructor(params: ParamsInput<RAdamOptions>, options?: RAdamOptions) {
+    const opts = checkOptions('RAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

@@ -6,6 +6,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar_, checkLoopOnly, mulScalar_, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
@@ -28,8 +29,20 @@ export interface RMSpropOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<RMSpropOptions>({
+  lr: true,
+  alpha: true,
+  eps: true,
+  weightDecay: true,
+  momentum: true,
+  centered: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class RMSprop extends Optimizer {
-  constructor(params: ParamsInput<RMSpropOptions>, opts: RMSpropOptions = {}) {
+  constructor(params: ParamsInput<RMSpropOptions>, options?: RMSpropOptions) {
+    const opts = checkOptions('RMSprop', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       momentum: opts.momentum ?? 0,

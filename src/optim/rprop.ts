@@ -7,6 +7,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { checkLoopOnly, newStep, pairOf, stateTensor, withGrads } from './per-parameter.ts';
 
@@ -23,8 +24,17 @@ export interface RpropOptions {
   foreach?: boolean | null;
 }
 
+const OPTIONS = optionNames<RpropOptions>({
+  lr: true,
+  etas: true,
+  stepSizes: true,
+  maximize: true,
+  foreach: true,
+});
+
 export class Rprop extends Optimizer {
-  constructor(params: ParamsInput<RpropOptions>, opts: RpropOptions = {}) {
+  constructor(params: ParamsInput<RpropOptions>, options?: RpropOptions) {
+    const opts = checkOptions('Rprop', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       etas: opts.etas ? [...opts.etas] : [0.5, 1.2],

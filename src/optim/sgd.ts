@@ -8,6 +8,7 @@
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { defaultForeach, groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
 import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
 
@@ -34,8 +35,20 @@ export interface SGDOptions {
   fused?: boolean | null;
 }
 
+const OPTIONS = optionNames<SGDOptions>({
+  lr: true,
+  momentum: true,
+  dampening: true,
+  weightDecay: true,
+  nesterov: true,
+  maximize: true,
+  foreach: true,
+  fused: true,
+});
+
 export class SGD extends Optimizer {
-  constructor(params: ParamsInput<SGDOptions>, opts: SGDOptions = {}) {
+  constructor(params: ParamsInput<SGDOptions>, options?: SGDOptions) {
+    const opts = checkOptions('SGD', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       momentum: opts.momentum ?? 0,

@@ -9,6 +9,7 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
 import { addScalar_, mulScalar, mulScalar_, pairOf, stateTensor, withGrads } from './per-parameter.ts';
@@ -23,6 +24,8 @@ export interface SparseAdamOptions {
   /** Maximize the objective instead of minimizing it. */
   maximize?: boolean;
 }
+
+const OPTIONS = optionNames<SparseAdamOptions>({ lr: true, betas: true, eps: true, maximize: true });
 
 /**
  * Whether `x` has a sparse COO layout (Tensor.is_sparse). tsddp's Tensor has no layout
@@ -45,7 +48,8 @@ function isSparse(x: Tensor): boolean {
 const call = (op: string, ...args: unknown[]): Tensor => t.ops.call(op, ...args) as Tensor;
 
 export class SparseAdam extends Optimizer {
-  constructor(params: ParamsInput<SparseAdamOptions>, opts: SparseAdamOptions = {}) {
+  constructor(params: ParamsInput<SparseAdamOptions>, options?: SparseAdamOptions) {
+    const opts = checkOptions('SparseAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

@@ -1,7 +1,7 @@
 // t.save / t.load: PyTorch's own file format (torch.save's zip, and its legacy pickle
 // format for reading), as data only: architecture §8, docs/guide/library.md.
 export { SerializationError, type SerializationErrorCode } from './errors.ts';
-export { load, loads } from './load.ts';
+export { type LoadOptions, load, loads } from './load.ts';
 export { dumps, save } from './save.ts';
 export {
   isOrderedDict,

@@ -7,6 +7,7 @@
 
 import { constants } from 'node:buffer';
 import { open } from 'node:fs/promises';
+import { checkOptions } from '../../core/options.ts';
 import { pickleMagic } from '../pickle.ts';
 import { SerializationError } from './errors.ts';
 import { isLegacy, isTar, readLegacy } from './legacy.ts';
@@ -131,8 +132,10 @@ function batches(records: StorageRecord[]): StorageRecord[][] {
 }
 
 /** Parses torch.save bytes held in memory; `name` is used in errors. */
-export function loads<T = PtValue>(bytes: Uint8Array, opts: { name?: string } = {}): T {
-  const file = opts.name ?? '<buffer>';
+export function loads<T = PtValue>(bytes: Uint8Array, opts: { name?: string } & LoadOptions = {}): T {
+  const { name, ...load } = opts;
+  checkLoadOptions('loads', load);
+  const file = name ?? '<buffer>';
   const parsed = parse(bytes, file);
   toJs(parsed.root, () => null, file); // the dry run: refuses before anything is allocated
   const factory = new TensorFactory();
@@ -181,6 +184,30 @@ async function readWhole(path: string): Promise<Uint8Array> {
  * is refused (SerializationError 'PICKLE_GLOBAL'). Tensors are on the CPU; tensors that
  * shared a storage share memory.
  */
-export async function load<T = PtValue>(path: string): Promise<T> {
+export async function load<T = PtValue>(path: string, options?: LoadOptions): Promise<T> {
+  checkLoadOptions('load', options);
   return loads<T>(await readWhole(path), { name: path });
+}
+
+/**
+ * torch.load's arguments that tsddp can honour: only the values it does anyway, so a
+ * ported call runs unchanged and any other value is refused, never ignored.
+ */
+export interface LoadOptions {
+  /** Where tensors go: 'cpu' (what tsddp does; move them with `.to()` afterwards). */
+  mapLocation?: 'cpu';
+  /** true (what tsddp does: data only, no pickled code runs). */
+  weightsOnly?: true;
+}
+
+function checkLoadOptions(fn: string, options: LoadOptions | undefined): void {
+  const opts = checkOptions(fn, options, ['mapLocation', 'weightsOnly']);
+  if (opts.mapLocation !== undefined && opts.mapLocation !== 'cpu')
+    throw new TypeError(
+      `${fn}(): mapLocation ${JSON.stringify(opts.mapLocation)} is not supported: tensors load on the CPU; move them with .to() afterwards`,
+    );
+  if (opts.weightsOnly !== undefined && opts.weightsOnly !== true)
+    throw new TypeError(
+      `${fn}(): weightsOnly ${String(opts.weightsOnly)} is not supported: tsddp loads data only (weights_only=True) and never runs pickled code`,
+    );
 }

@@ -4,6 +4,7 @@
 // the OS page cache instead of holding its own copy.
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
 import { downloadUrl, extractTarGz } from './download.ts';
@@ -54,6 +55,8 @@ export interface CifarOptions {
   md5?: string;
 }
 
+const OPTIONS = optionNames<CifarOptions>({ root: true, train: true, transform: true, url: true, md5: true });
+
 interface Part {
   path: string;
   fd: number | null;
@@ -71,6 +74,12 @@ class CifarBase {
     private readonly variant: Variant,
     readonly options: CifarOptions,
   ) {
+    if ((options as { download?: boolean }).download !== undefined) {
+      throw new TypeError(
+        `${variant.name}: the constructor does not download (it is synchronous); use \`await ${variant.name}.create({ root, download: true })\``,
+      );
+    }
+    checkOptions(variant.name, options, OPTIONS);
     this.train = options.train ?? true;
     this.transform = options.transform === undefined ? undefined : buildTransform(options.transform);
     this.record = variant.labelBytes + 3 * PIXELS;

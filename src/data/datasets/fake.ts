@@ -1,5 +1,7 @@
 // FakeData: random images and labels for benchmarks (torchvision.datasets.FakeData) —
 // sample i is a pure function of (seed, i), cheap to make, and needs no files.
+
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { Rng } from '../rng.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import type { DatasetSpec, NdArray, SampleContext } from '../types.ts';
@@ -15,6 +17,14 @@ export interface FakeDataOptions {
   transform?: Transform | TransformSpec;
 }
 
+const OPTIONS = optionNames<FakeDataOptions>({
+  size: true,
+  imageSize: true,
+  numClasses: true,
+  seed: true,
+  transform: true,
+});
+
 /** `{ image: uint8 [H, W, C] (or transformed), label }` with uniformly random pixels and label. */
 export class FakeData {
   readonly length: number;
@@ -23,7 +33,11 @@ export class FakeData {
   readonly seed: number;
   readonly transform: Transform | undefined;
 
-  constructor(readonly options: FakeDataOptions = {}) {
+  readonly options: FakeDataOptions;
+
+  constructor(given?: FakeDataOptions) {
+    const options = checkOptions('FakeData', given, OPTIONS);
+    this.options = options;
     this.length = options.size ?? 1000;
     this.imageSize = options.imageSize ?? [3, 224, 224];
     this.numClasses = options.numClasses ?? 10;

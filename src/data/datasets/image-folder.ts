@@ -6,6 +6,7 @@
 // counted and logged once.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { imageAddon, isJpeg } from '../image-addon.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
@@ -26,6 +27,14 @@ export interface ImageFolderOptions {
    */
   allowEmpty?: boolean;
 }
+
+const OPTIONS = optionNames<ImageFolderOptions>({
+  root: true,
+  transform: true,
+  extensions: true,
+  onError: true,
+  allowEmpty: true,
+});
 
 type SharpLike = (
   input: string | Buffer,
@@ -168,6 +177,7 @@ export class ImageFolder {
   private readonly warnedPaths = new Set<string>();
 
   constructor(readonly options: ImageFolderOptions) {
+    checkOptions('ImageFolder', options, OPTIONS);
     const root = options.root;
     if (!existsSync(root) || !statSync(root).isDirectory()) {
       throw new DataError(`ImageFolder: ${root} is not a folder`, root);

@@ -5,6 +5,7 @@
 // as its downloaded `.gz` files is decompressed into memory instead.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import { DataError, type DatasetSpec, type NdArray, type SampleContext } from '../types.ts';
 import { downloadUrl, gunzipFile } from './download.ts';
@@ -83,6 +84,14 @@ export interface MnistOptions {
   md5?: Record<string, string>;
 }
 
+const OPTIONS = optionNames<MnistOptions>({
+  root: true,
+  train: true,
+  transform: true,
+  mirrors: true,
+  md5: true,
+});
+
 type DownloadOptions = Pick<MnistOptions, 'mirrors' | 'md5'>;
 
 /** The split's idx file, or its `.gz` when only that is there; a missing pair is named. */
@@ -128,6 +137,7 @@ class MnistBase {
         `${variant.name}: the constructor does not download (it is synchronous); use \`await ${variant.name}.create({ root, download: true })\``,
       );
     }
+    checkOptions(variant.name, options, OPTIONS);
     this.train = options.train ?? true;
     this.transform = options.transform === undefined ? undefined : buildTransform(options.transform);
     const raw = join(options.root, variant.name, 'raw');

@@ -3,6 +3,8 @@
 // shape, never by colour alone (colours, position, size, a slight rotation and pixel
 // noise are random in every class), and every shape is left-right symmetric, so the usual
 // flip and crop augmentations keep the label. A small ResNet learns it to >90% at 32x32.
+
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { Rng } from '../rng.ts';
 import { buildTransform, type Transform, type TransformSpec } from '../transforms/transforms.ts';
 import type { DatasetSpec, NdArray, SampleContext } from '../types.ts';
@@ -60,6 +62,15 @@ export interface ShapesOptions {
   transform?: Transform | TransformSpec;
 }
 
+const OPTIONS = optionNames<ShapesOptions>({
+  size: true,
+  imageSize: true,
+  seed: true,
+  split: true,
+  noise: true,
+  transform: true,
+});
+
 export interface ShapeParams {
   label: number;
   bg: number[];
@@ -93,7 +104,11 @@ export class Shapes {
   readonly transform: Transform | undefined;
   readonly classes = SHAPES_CLASSES;
 
-  constructor(readonly options: ShapesOptions = {}) {
+  readonly options: ShapesOptions;
+
+  constructor(given?: ShapesOptions) {
+    const options = checkOptions('Shapes', given, OPTIONS);
+    this.options = options;
     this.split = options.split ?? 'train';
     if (this.split !== 'train' && this.split !== 'val')
       throw new TypeError(`Shapes: split must be 'train' or 'val'`);

@@ -1,0 +1,274 @@
+// The argument rule beyond nn (src/core/options.ts): an option a callable does not take
+// is refused with a TypeError naming it and the nearest names, never ignored. Each case
+// here ran silently with the default before: a new user's port of pytorch/examples'
+// minGPT-ddp and dcgan kept PyTorch's spelling (`batch_size`, `weight_decay`) or its
+// positional form (`GradScaler('cpu')`, `zeroGrad(false)`) and trained with defaults.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import {
+  CIFAR10,
+  DataLoader,
+  DistributedSampler,
+  FakeData,
+  ImageFolder,
+  MNIST,
+  RandomSampler,
+  Shapes,
+  WeightedRandomSampler,
+} from '../src/data/index.ts';
+import * as t from '../src/index.ts';
+
+const unknown = (fn: string, key: string, mean?: string) =>
+  new RegExp(
+    `^TypeError: ${fn.replace(/[_$]/g, '\\$&')}\\(\\): unknown option '${key}'${mean ? ` \\(did you mean '${mean}'\\?\\)` : ''}; ${fn.replace(/[_$]/g, '\\$&')} takes `,
+  );
+const refuses = (f: () => unknown, re: RegExp) => assert.throws(f, (e: unknown) => re.test(String(e)));
+
+test('DataLoader refuses PyTorch spellings, unknown options and a positional batch size', () => {
+  const ds = { length: 4, get: (i: number) => ({ x: i }) };
+  refuses(
+    () => new DataLoader(ds, { batch_size: 8 } as never),
+    unknown('DataLoader', 'batch_size', 'batchSize'),
+  );
+  refuses(
+    () => new DataLoader(ds, { collate_fn: () => 0 } as never),
+    unknown('DataLoader', 'collate_fn', 'collate'),
+  );
+  refuses(() => new DataLoader(ds, { timeout: 5 } as never), unknown('DataLoader', 'timeout', 'timeoutMs'));
+  refuses(() => new DataLoader(ds, { bogus: 1 } as never), unknown('DataLoader', 'bogus'));
+  refuses(
+    () => new DataLoader(ds, 8 as never),
+    /^TypeError: DataLoader\(\): its options are given by name in an object \(\{ batchSize, shuffle, .*\}\), got number 8$/,
+  );
+  // What it takes still works, and an option given as undefined counts as not given.
+  assert.equal(new DataLoader(ds, { batchSize: 2, sampler: undefined }).batchSize, 2);
+  assert.equal(new DataLoader(ds).batchSize, 1);
+});
+
+test('samplers and datasets refuse options they do not take', () => {
+  const ds = { length: 8 };
+  refuses(
+    () => new DistributedSampler(ds, { num_replicas: 2, rank: 0 } as never),
+    unknown('DistributedSampler', 'num_replicas', 'numReplicas'),
+  );
+  assert.equal(new DistributedSampler(ds, { numReplicas: 2, rank: 1 }).length, 4);
+  refuses(
+    () => new RandomSampler(ds, { num_samples: 3 } as never),
+    unknown('RandomSampler', 'num_samples', 'numSamples'),
+  );
+  refuses(
+    () => new WeightedRandomSampler([1, 2], 2, { replacment: false } as never),
+    unknown('WeightedRandomSampler', 'replacment', 'replacement'),
+  );
+  refuses(
+    () => new FakeData({ image_size: [3, 8, 8] } as never),
+    unknown('FakeData', 'image_size', 'imageSize'),
+  );
+  refuses(() => new FakeData(8 as never), /^TypeError: FakeData\(\): its options are given by name/);
+  assert.deepEqual(new FakeData({ size: 2, imageSize: [1, 4, 4] }).get(0).image.shape, [4, 4, 1]);
+  refuses(() => new Shapes({ image_size: 16 } as never), unknown('Shapes', 'image_size', 'imageSize'));
+  refuses(
+    () => new ImageFolder({ root: '/nonexistent', allow_empty: true } as never),
+    unknown('ImageFolder', 'allow_empty', 'allowEmpty'),
+  );
+  refuses(
+    () => new MNIST({ root: '/nonexistent', target_transform: null } as never),
+    unknown('MNIST', 'target_transform'),
+  );
+  refuses(
+    () => new CIFAR10({ root: '/nonexistent', download: true } as never),
+    /CIFAR10: the constructor does not download .*CIFAR10\.create\(\{ root, download: true \}\)/,
+  );
+});
+
+test('every optimizer refuses an unknown option, naming itself and the nearest name', () => {
+  const p = () => [t.zeros([2]).requiresGrad_()];
+  const { optim } = t;
+  const ctors: [string, new (params: t.Tensor[], o: object) => unknown][] = [
+    ['SGD', optim.SGD],
+    ['Adam', optim.Adam],
+    ['AdamW', optim.AdamW],
+    ['Adadelta', optim.Adadelta],
+    ['Adafactor', optim.Adafactor],
+    ['Adagrad', optim.Adagrad],
+    ['Adamax', optim.Adamax],
+    ['ASGD', optim.ASGD],
+    ['NAdam', optim.NAdam],
+    ['RAdam', optim.RAdam],
+    ['RMSprop', optim.RMSprop],
+    ['Rprop', optim.Rprop],
+    ['SparseAdam', optim.SparseAdam],
+    ['LBFGS', optim.LBFGS],
+    ['Muon', optim.Muon],
+  ];
+  for (const [name, Ctor] of ctors) refuses(() => new Ctor(p(), { bogus: 1 }), unknown(name, 'bogus'));
+  refuses(
+    () => new optim.SGD(p(), { lr: 0.1, weight_decay: 1e-4 } as never),
+    unknown('SGD', 'weight_decay', 'weightDecay'),
+  );
+  refuses(
+    () => new optim.AdamW(p(), { weight_decay: 0.1 } as never),
+    unknown('AdamW', 'weight_decay', 'weightDecay'),
+  );
+  // AdamW decouples by definition: decoupledWeightDecay is Adam's option, not AdamW's.
+  refuses(
+    () => new optim.AdamW(p(), { decoupledWeightDecay: false } as never),
+    unknown('AdamW', 'decoupledWeightDecay'),
+  );
+  refuses(() => new optim.Adam(p(), { capturable: true } as never), unknown('Adam', 'capturable'));
+  assert.equal(new optim.AdamW(p(), { lr: 0.5, weightDecay: 0.1 }).paramGroups[0].weightDecay, 0.1);
+});
+
+test("a param group with PyTorch's spelling of a hyperparameter is refused; its own keys are kept", () => {
+  const [a, b] = [t.zeros([2]).requiresGrad_(), t.zeros([2]).requiresGrad_()];
+  // minGPT's groups: {"params": decay, "weight_decay": 0.1} and {..., "weight_decay": 0.0}.
+  refuses(
+    () => new t.optim.AdamW([{ params: [a], weight_decay: 0.1 } as never, { params: [b] }]),
+    /^TypeError: param group: 'weight_decay' is PyTorch's spelling of the hyperparameter 'weightDecay'; use 'weightDecay'/,
+  );
+  const opt = new t.optim.AdamW([
+    { params: [a], weightDecay: 0.1, name: 'decay' } as never,
+    { params: [b], weightDecay: 0 },
+  ]);
+  assert.deepEqual(
+    opt.paramGroups.map((g) => [g.weightDecay, g.name]),
+    [
+      [0.1, 'decay'],
+      [0, undefined],
+    ],
+  );
+  // A state dict in PyTorch's layout is named as such, not as a group-count mismatch.
+  refuses(
+    () => opt.loadStateDict({ state: {}, param_groups: [] } as never),
+    /^TypeError: loadStateDict: this state dict is in PyTorch's layout \(param_groups, snake_case\); convert it with optimizerStateDictFromPyTorch first$/,
+  );
+});
+
+test("zeroGrad takes PyTorch's positional setToNone; clipGradNorm_, getTotalNorm and autocast refuse unknown options", () => {
+  using _scope = t.scope();
+  const lin = new t.nn.Linear(2, 1);
+  const opt = new t.optim.SGD(lin.parameters(), { lr: 0.1 });
+  const step = () =>
+    lin
+      .forward(t.ones([1, 2]))
+      .sum()
+      .backward();
+  step();
+  opt.zeroGrad(false);
+  assert.deepEqual(lin.weight.grad?.toArray(), [[0, 0]]);
+  lin.zeroGrad(false);
+  assert.deepEqual(lin.weight.grad?.toArray(), [[0, 0]]);
+  opt.zeroGrad(true);
+  assert.equal(lin.weight.grad, null);
+  step();
+  lin.zeroGrad();
+  assert.equal(lin.weight.grad, null);
+  refuses(
+    () => opt.zeroGrad({ set_to_none: false } as never),
+    unknown('zeroGrad', 'set_to_none', 'setToNone'),
+  );
+  refuses(
+    () => lin.zeroGrad({ setToNone: 0 } as never),
+    /^TypeError: zeroGrad\(\): setToNone must be a boolean, got number 0$/,
+  );
+
+  step();
+  const params = lin.parameters();
+  refuses(
+    () => t.optim.clipGradNorm_(params, 1, 2, { error_if_nonfinite: true } as never),
+    unknown('clipGradNorm_', 'error_if_nonfinite', 'errorIfNonfinite'),
+  );
+  refuses(
+    () => t.optim.clipGradNorm_(params, 1, 2, { foreach: true } as never),
+    unknown('clipGradNorm_', 'foreach'),
+  );
+  refuses(
+    () => t.optim.getTotalNorm([t.ones([2])], 2, { bogus: 1 } as never),
+    unknown('getTotalNorm', 'bogus'),
+  );
+  assert.ok(t.optim.clipGradNorm_(params, 1, 2, { errorIfNonfinite: true }).item() > 0);
+
+  refuses(
+    () => t.autocast({ deviceType: 'cpu', cache_enabled: false } as never, () => 0),
+    unknown('autocast', 'cache_enabled'),
+  );
+  assert.equal(
+    t.autocast(
+      { deviceType: 'cpu', dtype: 'bfloat16' },
+      () => t.nn.functional.linear(t.ones([1, 2]), lin.weight).dtype,
+    ),
+    'bfloat16',
+  );
+});
+
+test("GradScaler takes PyTorch's positional device, and refuses unknown options", () => {
+  const cpu = new t.GradScaler('cpu', { initScale: 8 });
+  assert.equal(cpu.isEnabled(), true);
+  assert.equal(cpu.getScale(), 8);
+  assert.equal(new t.GradScaler({ device: 'cpu' }).isEnabled(), true);
+  refuses(() => new t.GradScaler({ deviceType: 'cpu' } as never), unknown('GradScaler', 'deviceType'));
+  refuses(
+    () => new t.GradScaler('cpu', { init_scale: 8 } as never),
+    unknown('GradScaler', 'init_scale', 'initScale'),
+  );
+  refuses(
+    () => new (t.GradScaler as new (...a: unknown[]) => unknown)({ device: 'cpu' }, { initScale: 8 }),
+    /^TypeError: GradScaler\(\): options come once, after the device$/,
+  );
+});
+
+test('DistributedDataParallel refuses unknown options, a positional device list, and deviceIds on the CPU', () => {
+  const model = new t.nn.Linear(2, 1);
+  const DDP = t.DistributedDataParallel;
+  // Refused before any process group is needed.
+  refuses(
+    () => new DDP(model, { device_ids: [0] } as never),
+    unknown('DistributedDataParallel', 'device_ids', 'deviceIds'),
+  );
+  refuses(
+    () => new DDP(model, [0] as never),
+    /^TypeError: DistributedDataParallel\(\): its options are given by name/,
+  );
+  const tmp = mkdtempSync(join(tmpdir(), 'tsddp-options-'));
+  try {
+    using _pg = t.distributed.initProcessGroup({
+      backend: 'gloo',
+      initMethod: `file://${join(tmp, 'store')}`,
+      rank: 0,
+      worldSize: 1,
+    });
+    refuses(
+      () => new DDP(model, { deviceIds: [0] }),
+      /^TypeError: DistributedDataParallel: deviceIds only work with modules on a GPU, but got deviceIds \[0\] and module parameters on the CPU/,
+    );
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test("t.load takes torch.load's mapLocation 'cpu' and weightsOnly true, and refuses what it cannot do", async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'tsddp-options-'));
+  try {
+    const path = join(tmp, 'x.pt');
+    await t.save({ w: t.arange(3) }, path);
+    const loaded = await t.load<{ w: t.Tensor }>(path, { mapLocation: 'cpu', weightsOnly: true });
+    assert.deepEqual(loaded.w.toArray(), [0, 1, 2]);
+    await assert.rejects(
+      t.load(path, { mapLocation: 'cuda' } as never),
+      /mapLocation "cuda" is not supported: tensors load on the CPU/,
+    );
+    await assert.rejects(
+      t.load(path, { weightsOnly: false } as never),
+      /weightsOnly false is not supported: tsddp loads data only/,
+    );
+    await assert.rejects(
+      t.load(path, { map_location: 'cpu' } as never),
+      unknown('load', 'map_location', 'mapLocation'),
+    );
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
