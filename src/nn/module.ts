@@ -611,3 +611,19 @@ function sameDevice(have: string, want: string): boolean {
   // 'cuda' means the current CUDA device; treat it as index 0, like the default.
   return want === 'cuda' && have === 'cuda:0';
 }
+
+/**
+ * A float as Python's repr prints it in an extra_repr: `1e-05`, `0.1`, `1.0` (JavaScript
+ * would print 0.00001 and 1). Python switches to exponent notation below 1e-4 and from
+ * 1e16, with at least two exponent digits.
+ */
+export function pyFloat(x: number): string {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? 'nan' : x > 0 ? 'inf' : '-inf';
+  const exp = x === 0 ? 0 : Math.floor(Math.log10(Math.abs(x)));
+  if (exp < -4 || exp >= 16) {
+    const [mantissa, e] = x.toExponential().split('e');
+    const n = Number(e);
+    return `${mantissa}e${n < 0 ? '-' : '+'}${String(Math.abs(n)).padStart(2, '0')}`;
+  }
+  return Number.isInteger(x) ? x.toFixed(1) : String(x);
+}

@@ -6,7 +6,7 @@ import { noGrad } from '../../autograd/index.ts';
 import * as t from '../../core/index.ts';
 import { type Args, bind, type Signature, signature } from '../args.ts';
 import * as F from '../functional.ts';
-import { Module } from '../module.ts';
+import { Module, pyFloat } from '../module.ts';
 import {
   isUninitialized,
   LazyModuleMixin,
@@ -158,9 +158,9 @@ export abstract class _NormBase extends Module {
   }
 
   override extraRepr(): string {
-    const m = this.momentum === null ? 'None' : String(this.momentum);
+    const m = this.momentum === null ? 'None' : pyFloat(this.momentum);
     const b = (x: boolean) => (x ? 'True' : 'False');
-    return `${this.numFeatures}, eps=${this.eps}, momentum=${m}, affine=${b(this.affine)}, track_running_stats=${b(this.trackRunningStats)}`;
+    return `${this.numFeatures}, eps=${pyFloat(this.eps)}, momentum=${m}, affine=${b(this.affine)}, bias=${b(this.bias !== null)}, track_running_stats=${b(this.trackRunningStats)}`;
   }
 }
 

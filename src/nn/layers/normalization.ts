@@ -5,7 +5,7 @@ import * as t from '../../core/index.ts';
 import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as init from '../init.ts';
-import { Module } from '../module.ts';
+import { Module, pyFloat } from '../module.ts';
 import { Parameter } from '../parameter.ts';
 import type { FactoryOptions } from './linear.ts';
 
@@ -81,7 +81,7 @@ export class LayerNorm extends Module {
   }
 
   override extraRepr(): string {
-    return `(${this.normalizedShape.join(', ')}${this.normalizedShape.length === 1 ? ',' : ''}), eps=${this.eps}, elementwise_affine=${this.elementwiseAffine ? 'True' : 'False'}`;
+    return `(${this.normalizedShape.join(', ')}${this.normalizedShape.length === 1 ? ',' : ''}), eps=${pyFloat(this.eps)}, elementwise_affine=${this.elementwiseAffine ? 'True' : 'False'}, bias=${this.bias !== null ? 'True' : 'False'}`;
   }
 }
 
@@ -124,6 +124,12 @@ export class RMSNorm extends Module {
 
   override forward(input: t.Tensor): t.Tensor {
     return F.rmsNorm(input, this.normalizedShape, { weight: this.weight, eps: this.eps });
+  }
+
+  override extraRepr(): string {
+    const shape = `(${this.normalizedShape.join(', ')}${this.normalizedShape.length === 1 ? ',' : ''})`;
+    const eps = this.eps === null ? 'None' : pyFloat(this.eps);
+    return `${shape}, eps=${eps}, elementwise_affine=${this.elementwiseAffine ? 'True' : 'False'}`;
   }
 }
 
@@ -181,7 +187,7 @@ export class GroupNorm extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.numGroups}, ${this.numChannels}, eps=${this.eps}, affine=${this.affine ? 'True' : 'False'}`;
+    return `${this.numGroups}, ${this.numChannels}, eps=${pyFloat(this.eps)}, affine=${this.affine ? 'True' : 'False'}, bias=${this.bias !== null ? 'True' : 'False'}`;
   }
 }
 
