@@ -202,6 +202,14 @@ function options(hyper: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(hyper).map(([k, v]) => [fromPyTorchName(k), v]));
 }
 
+/**
+ * `{ foreach: false }`, PyTorch's per-parameter loop the fixtures ran, for the optimizers
+ * that take the option (Muon, SparseAdam and LBFGS have no foreach, and refuse it).
+ */
+function perParameterLoop(optimizer: string): { foreach?: false } {
+  return ['Muon', 'SparseAdam', 'LBFGS'].includes(optimizer) ? {} : { foreach: false };
+}
+
 function makeOptimizer(c: OptCase, params: t.Tensor[], extra: Record<string, unknown> = {}): Optimizer {
   const groups = c.groups.map((g) => ({
     params: g.params.map((i) => params[i]),
@@ -209,7 +217,7 @@ function makeOptimizer(c: OptCase, params: t.Tensor[], extra: Record<string, unk
     ...extra,
   }));
   // The fixture ran with foreach=False, which its param_groups record.
-  return new CLASSES[c.optimizer](groups, { ...options(c.defaults), foreach: false });
+  return new CLASSES[c.optimizer](groups, { ...options(c.defaults), ...perParameterLoop(c.optimizer) });
 }
 
 function tensors(list: FixtureTensor[]): t.Tensor[] {
@@ -290,8 +298,7 @@ for (const [name, c] of Object.entries(fixture.low_precision)) {
   test(`${name}: ${c.dtype} parameters end where PyTorch's per-parameter loop ends`, () => {
     t.tidy(() => {
       const params = c.params.map((p) => toTensor(p).to({ dtype: c.dtype }).requiresGrad_(true));
-      const foreach = c.optimizer === 'Muon' ? {} : { foreach: false };
-      const opt = new CLASSES[c.optimizer](params, { ...options(c.hyper), ...foreach });
+      const opt = new CLASSES[c.optimizer](params, { ...options(c.hyper), ...perParameterLoop(c.optimizer) });
       for (const row of c.grads) {
         t.tidy(() => {
           params.forEach((p, i) => {
@@ -516,7 +523,7 @@ for (const [name, c] of Object.entries(fixture.closure)) {
     t.tidy(() => {
       const params = tensors(c.params);
       const targets = c.targets.map((x) => toTensor(x).keep());
-      const opt = new CLASSES[c.optimizer](params, { ...options(c.hyper), foreach: false });
+      const opt = new CLASSES[c.optimizer](params, { ...options(c.hyper), ...perParameterLoop(c.optimizer) });
       let calls = 0;
       const closure = () => {
         calls++;
