@@ -18,7 +18,7 @@ const busy = \`
   const addon = require(workerData);
   const data = new Float32Array(4);
   parentPort.postMessage('loaded');
-  for (;;) addon.dispose(addon.fromTyped(data, [4], 6, 6)); // 6: float32
+  for (;;) addon.dispose(addon.fromTyped(data, [4], 6, 6)); // from float32 (6) to float32 (6)
 \`;
 for (let round = 0; round < ROUNDS; round++) {
   const w = new Worker(busy, { eval: true, execArgv: [], workerData: process.argv[1] });

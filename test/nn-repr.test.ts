@@ -22,9 +22,16 @@ const BUILD: Record<string, () => t.nn.Module> = {
   'SyncBatchNorm(3)': () => new nn.SyncBatchNorm(3),
   'RMSNorm(4)': () => new nn.RMSNorm(4),
   'RMSNorm([2, 4], eps=1e-5)': () => new nn.RMSNorm([2, 4], { eps: 1e-5 }),
+  'LocalResponseNorm(2)': () => new nn.LocalResponseNorm(2),
+  'ELU()': () => new nn.ELU(),
+  'CELU()': () => new nn.CELU(),
+  'Hardtanh()': () => new nn.Hardtanh(),
+  'Softplus()': () => new nn.Softplus(),
+  'Dropout(0.0)': () => new nn.Dropout(0.0),
+  'Dropout()': () => new nn.Dropout(),
 };
 
-test('normalisation layers print as PyTorch prints them', () => {
+test('normalisation, activation and dropout layers print as PyTorch prints them', () => {
   const { data } = fixtureJson<Record<string, string>>('nn/reprs.py', 'nn/reprs.json');
   assert.deepEqual(Object.keys(BUILD), Object.keys(data));
   for (const [name, build] of Object.entries(BUILD)) assert.equal(String(build()), data[name], name);

@@ -1,5 +1,6 @@
 // autograd.grad and autograd.backward, like torch.autograd.
 import { native } from '../core/native.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { type Tensor, wrap } from '../core/tensor.ts';
 
 export interface GradOptions {
@@ -9,12 +10,20 @@ export interface GradOptions {
   allowUnused?: boolean;
 }
 
+const OPTIONS = optionNames<GradOptions>({
+  gradOutputs: true,
+  retainGraph: true,
+  createGraph: true,
+  allowUnused: true,
+});
+
 /** Gradients of `outputs` with respect to `inputs` (null for unused inputs when allowed). */
 export function grad(
   outputs: Tensor | Tensor[],
   inputs: Tensor | Tensor[],
-  opts: GradOptions = {},
+  options?: GradOptions,
 ): (Tensor | null)[] {
+  const opts = checkOptions('grad', options, OPTIONS);
   const outs = Array.isArray(outputs) ? outputs : [outputs];
   const ins = Array.isArray(inputs) ? inputs : [inputs];
   const gradOutputs = (opts.gradOutputs ?? outs.map(() => null)).map((g) => (g === null ? null : g.h));

@@ -5,6 +5,7 @@
 import { open, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cleanStaleTemps } from './atomic.ts';
 import { CheckpointError, SafetensorsError } from './errors.ts';
 import {
@@ -48,6 +49,12 @@ export interface LoadCheckpointOptions {
   /** Require the model's keys to match exactly (default true), like load_state_dict(strict=True). */
   strict?: boolean;
 }
+
+const LOAD_OPTIONS = optionNames<LoadCheckpointOptions>({
+  worldSize: true,
+  allowWorldSizeChange: true,
+  strict: true,
+});
 
 export interface LoadedCheckpoint {
   dir: string;
@@ -158,8 +165,9 @@ interface LoadPlan {
 export async function loadCheckpoint(
   dir: string,
   targets: LoadTargets,
-  opts: LoadCheckpointOptions = {},
+  options?: LoadCheckpointOptions,
 ): Promise<LoadedCheckpoint> {
+  const opts = checkOptions('loadCheckpoint', options, LOAD_OPTIONS);
   // --- phase 1: read and check everything -------------------------------------------
   const checked = await readAndCheck(dir, targets, opts);
   const { record, worldSize } = checked;

@@ -6,6 +6,7 @@
 import { lstat, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { checkSafeDir } from '../files/index.ts';
 import { cleanStaleTemps, fsyncDir, type ProgressHook, type WrittenFile, writeFileAtomic } from './atomic.ts';
 import {
@@ -59,6 +60,8 @@ export interface SaveCheckpointOptions {
   onProgress?: ProgressHook;
 }
 
+const SAVE_OPTIONS = optionNames<SaveCheckpointOptions>({ keepLast: true, onProgress: true });
+
 export interface SavedCheckpoint {
   /** The checkpoint directory. */
   dir: string;
@@ -102,8 +105,9 @@ interface GatheredState {
 export async function saveCheckpoint(
   root: string,
   state: CheckpointState,
-  opts: SaveCheckpointOptions = {},
+  options?: SaveCheckpointOptions,
 ): Promise<SavedCheckpoint> {
+  const opts = checkOptions('saveCheckpoint', options, SAVE_OPTIONS);
   const step = checkCount(state.step, 'step');
   const epoch = checkCount(state.epoch, 'epoch');
   const samplerEpoch = checkCount(state.samplerEpoch ?? epoch, 'samplerEpoch');

@@ -2,6 +2,7 @@
 // unique (a choice of ops and of what it returns), meshgrid (varargs and an `indexing`
 // keyword), cdist (a string compute mode). Each calls libtorch's op through call.ts.
 import { call } from './call.ts';
+import { checkOptions, optionNames } from './options.ts';
 import type { Tensor } from './tensor.ts';
 
 export interface UniqueOptions {
@@ -11,6 +12,13 @@ export interface UniqueOptions {
   /** Unique slices along this dimension; the flattened tensor's unique values when null. */
   dim?: number | null;
 }
+
+const UNIQUE_OPTIONS = optionNames<UniqueOptions>({
+  sorted: true,
+  returnInverse: true,
+  returnCounts: true,
+  dim: true,
+});
 
 /**
  * torch.unique: the unique values (or slices along `dim`), with the inverse indices
@@ -25,7 +33,8 @@ export function unique(
   opts: UniqueOptions & { returnInverse: true; returnCounts: true },
 ): [Tensor, Tensor, Tensor];
 export function unique(input: Tensor, opts: UniqueOptions): [Tensor, Tensor];
-export function unique(input: Tensor, opts: UniqueOptions = {}): Tensor | Tensor[] {
+export function unique(input: Tensor, options?: UniqueOptions): Tensor | Tensor[] {
+  const opts = checkOptions('unique', options, UNIQUE_OPTIONS);
   const sorted = opts.sorted ?? true;
   const inverse = opts.returnInverse ?? false;
   const counts = opts.returnCounts ?? false;
@@ -72,9 +81,11 @@ export interface CdistOptions {
   computeMode?: keyof typeof CDIST_MODES;
 }
 
+const CDIST_OPTIONS = optionNames<CdistOptions>({ p: true, computeMode: true });
+
 /** torch.cdist: the p-norm distance between each pair of rows of x1 and x2. */
 export function cdist(x1: Tensor, x2: Tensor, p?: number | CdistOptions, opts: CdistOptions = {}): Tensor {
-  const o = typeof p === 'object' ? p : { ...opts, p: p ?? opts.p };
+  const o = checkOptions('cdist', typeof p === 'object' ? p : { ...opts, p: p ?? opts.p }, CDIST_OPTIONS);
   const mode = o.computeMode ?? 'use_mm_for_euclid_dist_if_necessary';
   if (!(mode in CDIST_MODES)) {
     throw new TypeError(

@@ -1,6 +1,7 @@
 // Hand-written sugar over generated ops where PyTorch's Python API differs from the
 // aten schema (string enums, keyword names).
 import { crossEntropyLoss, nllLoss } from './ops.generated.ts';
+import { checkOptions, optionNames } from './options.ts';
 import type { Tensor } from './tensor.ts';
 
 export type Reduction = 'none' | 'mean' | 'sum';
@@ -21,8 +22,16 @@ export interface CrossEntropyOptions {
   labelSmoothing?: number;
 }
 
+const CROSS_ENTROPY_OPTIONS = optionNames<CrossEntropyOptions>({
+  weight: true,
+  ignoreIndex: true,
+  reduction: true,
+  labelSmoothing: true,
+});
+
 /** torch.nn.functional.cross_entropy: class-index or class-probability targets. */
-export function crossEntropy(input: Tensor, target: Tensor, opts: CrossEntropyOptions = {}): Tensor {
+export function crossEntropy(input: Tensor, target: Tensor, options?: CrossEntropyOptions): Tensor {
+  const opts = checkOptions('crossEntropy', options, CROSS_ENTROPY_OPTIONS);
   const smoothing = opts.labelSmoothing ?? 0;
   if (!(smoothing >= 0 && smoothing <= 1)) {
     throw new RangeError(`crossEntropy(): labelSmoothing must be in [0, 1], got ${smoothing}`);

@@ -20,23 +20,59 @@ export function optionNames<O extends object>(
  * and every key `fn` does not take. A key whose value is undefined counts as not given.
  * `fn` names the callable in the message ('DataLoader', 'SGD').
  */
-export function checkOptions<O extends object>(fn: string, opts: O | undefined, names: readonly string[]): O {
+export function checkOptions<O extends object>(
+  fn: string,
+  opts: O | undefined,
+  names: readonly string[],
+  more: MoreOptions = {},
+): O {
   if (opts === undefined) return {} as O;
-  if (typeof opts !== 'object' || opts === null || Array.isArray(opts))
+  if (!isPlainObject(opts))
     throw new TypeError(
       `${fn}(): its options are given by name in an object ({ ${names.join(', ')} }), got ${describe(opts)}`,
     );
-  for (const [key, value] of Object.entries(opts))
-    if (value !== undefined && !names.includes(key)) throw unknownOption(fn, key, names);
+  for (const [key, value] of Object.entries(opts)) {
+    if (value === undefined || names.includes(key)) continue;
+    if (more.only !== undefined && Object.hasOwn(more.only, key)) {
+      if (Object.is(value, more.only[key])) continue;
+      throw new TypeError(
+        `${fn}(): ${key}=${describe(value)} is not supported by tsddp (only ${describe(more.only[key])}, PyTorch's default)`,
+      );
+    }
+    throw unknownOption(fn, key, names, more.hints?.[key]);
+  }
   return opts;
 }
 
+/** What checkOptions takes besides the names. */
+export interface MoreOptions {
+  /**
+   * PyTorch's parameters tsddp does not implement, each with the one value it accepts
+   * (PyTorch's default, which is what tsddp does): a ported `capturable: false` runs.
+   */
+  only?: Readonly<Record<string, unknown>>;
+  /** What to say of a name that is not taken, instead of the nearest names (PyTorch's `timeout`, in seconds). */
+  hints?: Readonly<Record<string, string>>;
+}
+
 /** "fn(): unknown option 'key' (did you mean 'x'?); fn takes a, b, c". */
-export function unknownOption(fn: string, key: string, names: readonly string[]): TypeError {
+export function unknownOption(fn: string, key: string, names: readonly string[], hint?: string): TypeError {
   const near = nearest(key, names);
-  const hint = near.length > 0 ? ` (did you mean ${near.map((k) => `'${k}'`).join(' or ')}?)` : '';
+  const why =
+    hint !== undefined
+      ? ` (${hint})`
+      : near.length > 0
+        ? ` (did you mean ${near.map((k) => `'${k}'`).join(' or ')}?)`
+        : '';
   const takes = names.length > 0 ? `; ${fn} takes ${names.join(', ')}` : `; ${fn} takes no options`;
-  return new TypeError(`${fn}(): unknown option '${key}'${hint}${takes}`);
+  return new TypeError(`${fn}(): unknown option '${key}'${why}${takes}`);
+}
+
+/** A plain object literal (an options object), not a class instance, array or function. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
 }
 
 /** camelCase of a snake_case name (PyTorch's spelling of an option). */
@@ -71,8 +107,10 @@ function editDistance(a: string, b: string): number {
 
 function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return `the string '${v}'`;
-  return `${typeof v} ${String(v)}`;
+  if (typeof v === 'string') return `'${v}'`;
+  if (typeof v === 'function') return 'a function';
+  if (typeof v === 'object' && v !== null) return `a ${v.constructor?.name ?? 'object'}`;
+  return String(v);
 }
 
 /**

@@ -22,6 +22,7 @@ import {
 import { named } from './errors.ts';
 import { formatTensor } from './format.ts';
 import { native } from './native.ts';
+import { checkOptions, optionNames } from './options.ts';
 import { rawOp } from './raw-op.ts';
 import { disposeHandle, type Handle, keep, track } from './scope.ts';
 
@@ -45,6 +46,8 @@ export interface BackwardOptions {
   createGraph?: boolean;
   inputs?: Tensor[];
 }
+
+const BACKWARD_OPTIONS = optionNames<BackwardOptions>({ retainGraph: true, createGraph: true, inputs: true });
 
 const toOp = rawOp('aten::to', 'dtype_layout');
 const contiguousOp = rawOp('aten::contiguous', '');
@@ -172,7 +175,22 @@ export class Tensor implements Handle {
     native.retainGrad(this.h);
     return this;
   }
-  backward(gradient?: Tensor, opts: BackwardOptions = {}): void {
+  /**
+   * Computes the gradients of this tensor (torch.Tensor.backward). PyTorch's keyword
+   * arguments come in an options object, with or without the gradient before it:
+   * `loss.backward({ retainGraph: true })` or `y.backward(g, { retainGraph: true })`.
+   */
+  backward(gradientOrOptions?: Tensor | BackwardOptions, options?: BackwardOptions): void {
+    const gradient = gradientOrOptions instanceof Tensor ? gradientOrOptions : undefined;
+    if (gradientOrOptions !== undefined && gradient === undefined && options !== undefined)
+      throw new TypeError('backward(): the first argument is the gradient (a Tensor) when options follow it');
+    const opts = checkOptions(
+      'backward',
+      gradient === undefined && gradientOrOptions !== undefined
+        ? (gradientOrOptions as BackwardOptions)
+        : options,
+      BACKWARD_OPTIONS,
+    );
     native.backward(
       [this.h],
       [gradient ? gradient.h : null],

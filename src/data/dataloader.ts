@@ -175,7 +175,9 @@ export class DataLoader<S extends Sample = Sample, B = BatchOf<S>> implements As
   private readonly iterable: boolean;
 
   constructor(dataset: Dataset<S> | IterableDataset<S>, options?: DataLoaderOptions) {
-    const opts = checkOptions('DataLoader', options, OPTIONS);
+    const opts = checkOptions('DataLoader', options, OPTIONS, {
+      hints: { timeout: "tsddp's is timeoutMs, in milliseconds; PyTorch's timeout is in seconds" },
+    });
     this.dataset = dataset;
     this.iterable = isIterableDataset(dataset);
     this.numWorkers = opts.numWorkers ?? 0;

@@ -4,6 +4,7 @@
 // does nothing (PyTorch warns and returns None). Every call returns a Work; as in PyTorch,
 // a call waits for its collective unless `asyncOp` is true (isend/irecv never wait).
 import { type Ended, native, type PendingCall } from '../core/native.ts';
+import { checkOptions } from '../core/options.ts';
 import type { Tensor } from '../core/tensor.ts';
 import { collectiveFailed, type ProcessGroup, ReduceOp, resolveGroup, Work } from './process-group.ts';
 
@@ -41,11 +42,7 @@ const BARRIER_KEYS = ['group', 'timeoutMs', 'waitAllRanks'];
  * does not take: a misspelt `group` would otherwise run the collective on the whole world.
  */
 export function groupOf(opts: object, what: string, keys: readonly string[]): ProcessGroup {
-  const unknown = Object.keys(opts).filter((k) => !keys.includes(k));
-  if (unknown.length > 0)
-    throw new TypeError(
-      `${what}(): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; it takes ${keys.join(', ')}`,
-    );
+  checkOptions(what, opts, keys);
   return resolveGroup((opts as { group?: ProcessGroup | null }).group);
 }
 

@@ -1,6 +1,7 @@
 // Process groups and collectives, like torch.distributed: initProcessGroup builds a
 // TCPStore or FileStore, the backend and a c10d::ProcessGroup in libtorch.
 import { native } from '../core/native.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { cuda } from '../core/runtime.ts';
 import { type DistEnv, isLoopback, readDistEnv } from './env.ts';
 import { DistributedError } from './errors.ts';
@@ -40,6 +41,16 @@ export interface InitOptions {
   /** The CUDA device NCCL connects on at init (PyTorch's device_id); default: the current one. */
   deviceId?: number;
 }
+
+const INIT_OPTIONS = optionNames<InitOptions>({
+  backend: true,
+  initMethod: true,
+  rank: true,
+  worldSize: true,
+  timeoutMs: true,
+  store: true,
+  deviceId: true,
+});
 
 /** A group of processes that run collectives together. */
 export class ProcessGroup {
@@ -321,7 +332,10 @@ function resolveBackends(requested: Backend, rank: number): string {
  * Joins the default process group, like torch.distributed.init_process_group. Blocks
  * until every rank has joined (or the timeout passes).
  */
-export function initProcessGroup(opts: InitOptions = {}): ProcessGroup {
+export function initProcessGroup(options?: InitOptions): ProcessGroup {
+  const opts = checkOptions('initProcessGroup', options, INIT_OPTIONS, {
+    hints: { timeout: "tsddp's is timeoutMs, in milliseconds; PyTorch's timeout is a timedelta" },
+  });
   if (defaultGroup)
     throw new DistributedError(
       'initProcessGroup(): the default group is already initialized',

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { noGrad } from '../autograd/index.ts';
 import { loadFile, saveFile } from '../checkpoint/safetensors.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { ensureSafeDir, writeFileAtomicSync } from '../files/index.ts';
 import { Dropout, Embedding, GELU, init, LayerNorm, Linear, Module, ModuleList } from '../nn/index.ts';
 import { AdamW } from '../optim/index.ts';
@@ -30,6 +31,18 @@ export interface GPTOptions {
    */
   activationCheckpointing?: boolean;
 }
+
+const OPTIONS = optionNames<GPTOptions>({ device: true, activationCheckpointing: true });
+const CONFIG = optionNames<GPTConfig>({
+  blockSize: true,
+  vocabSize: true,
+  nLayer: true,
+  nHead: true,
+  nEmbd: true,
+  dropout: true,
+  bias: true,
+  activation: true,
+});
 
 export interface GPTOutput {
   /** [B, T, vocab] with targets; [B, 1, vocab] (the last position) without. */
@@ -169,9 +182,10 @@ export class GPT extends Module {
   /** Recompute each block's activations and the loss's log-softmax in backward (GPTOptions.activationCheckpointing). */
   activationCheckpointing: boolean;
 
-  constructor(config: Partial<GPTConfig> = {}, opts: GPTOptions = {}) {
+  constructor(config: Partial<GPTConfig> = {}, options?: GPTOptions) {
     super();
-    const c: GPTConfig = { ...GPT_CONFIG_DEFAULTS, ...config };
+    const opts = checkOptions('GPT', options, OPTIONS);
+    const c: GPTConfig = { ...GPT_CONFIG_DEFAULTS, ...checkOptions('GPT', config, CONFIG) };
     for (const k of ['blockSize', 'vocabSize', 'nLayer', 'nHead', 'nEmbd'] as const) {
       if (!(Number.isInteger(c[k]) && c[k] > 0)) throw new RangeError(`GPT: ${k} must be a positive integer`);
     }

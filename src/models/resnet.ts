@@ -5,6 +5,7 @@
 // stem (3x3 stride-1 conv1, no max pool — conv1.weight becomes [64, 3, 3, 3], every key
 // unchanged) and a width multiplier for tiny test models.
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import {
   AdaptiveAvgPool2d,
   BatchNorm2d,
@@ -37,6 +38,15 @@ export interface ResNetOptions {
    */
   activationCheckpointing?: boolean;
 }
+
+const OPTIONS = optionNames<ResNetOptions>({
+  numClasses: true,
+  stem: true,
+  zeroInitResidual: true,
+  widthMultiplier: true,
+  device: true,
+  activationCheckpointing: true,
+});
 
 /** Construction options threaded through every layer (like torch's factory kwargs). */
 interface Factory {
@@ -157,8 +167,9 @@ export class ResNet extends Module {
   /** Recompute each residual block's activations in backward (ResNetOptions.activationCheckpointing). */
   activationCheckpointing: boolean;
 
-  constructor(block: BlockClass, layers: [number, number, number, number], opts: ResNetOptions = {}) {
+  constructor(block: BlockClass, layers: [number, number, number, number], options?: ResNetOptions) {
     super();
+    const opts = checkOptions('ResNet', options, OPTIONS);
     this.activationCheckpointing = opts.activationCheckpointing ?? false;
     const numClasses = opts.numClasses ?? 1000;
     const stem = opts.stem ?? 'imagenet';

@@ -28,6 +28,7 @@ import type { VisionTransformerConfig, ViTOptions } from './vit-config.ts';
 
 export type { VisionTransformerConfig, ViTOptions } from './vit-config.ts';
 
+import { checkOptions, optionNames } from '../core/options.ts';
 import { PretrainedError } from './hf-files.ts';
 import { readVitWeights, toVitKeys, vitConfig, vitConfigJson } from './hf-vit.ts';
 
@@ -322,11 +323,23 @@ export class VisionTransformer extends Module {
 /** The architecture fields of a config: what each factory fixes. */
 type Arch = Pick<VisionTransformerConfig, 'patchSize' | 'numLayers' | 'numHeads' | 'hiddenDim' | 'mlpDim'>;
 
+const OPTIONS = optionNames<ViTOptions>({
+  imageSize: true,
+  numClasses: true,
+  dropout: true,
+  attentionDropout: true,
+  representationSize: true,
+  device: true,
+  activationCheckpointing: true,
+  layerNormEps: true,
+});
+
 function build(
   arch: Arch,
-  opts: ViTOptions,
+  options: ViTOptions,
   defaults: { imageSize: number; numClasses: number },
 ): VisionTransformer {
+  const opts = checkOptions('VisionTransformer', options, OPTIONS);
   const imageSize = opts.imageSize ?? defaults.imageSize;
   return new VisionTransformer({
     ...opts,

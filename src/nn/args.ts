@@ -11,7 +11,7 @@
 // and types its parameter list with Args<>: the TypeScript overloads come from the same
 // names as the runtime binding, so the two cannot disagree about positions.
 
-import { unknownOption as unknownOptionNamed } from '../core/options.ts';
+import { isPlainObject, unknownOption as unknownOptionNamed } from '../core/options.ts';
 
 /** A list of parameter names, in order. */
 type Names = readonly string[];
@@ -121,9 +121,7 @@ export function signatures(): ReadonlyMap<string, Signature> {
 
 /** Whether `v` is an options object: a plain object (not a tensor, array, module, function...). */
 export function isOptionsObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
+  return isPlainObject(v);
 }
 
 /**

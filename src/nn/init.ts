@@ -4,6 +4,7 @@
 // same generator, so a seeded model initialises bit-for-bit as in PyTorch.
 import { noGrad } from '../autograd/index.ts';
 import type * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 
 export type Nonlinearity =
   | 'linear'
@@ -33,6 +34,9 @@ export interface KaimingOptions extends RandomInitOptions {
   mode?: FanMode;
   nonlinearity?: Nonlinearity;
 }
+
+const RANDOM = optionNames<RandomInitOptions>({ generator: true });
+const KAIMING = optionNames<KaimingOptions>({ generator: true, a: true, mode: true, nonlinearity: true });
 
 const LINEAR_FNS = new Set([
   'linear',
@@ -86,12 +90,14 @@ function gen(opts: RandomInitOptions): { generator?: t.Generator } {
 }
 
 /** Fills with U(a, b). */
-export function uniform_(tensor: t.Tensor, a = 0, b = 1, opts: RandomInitOptions = {}): t.Tensor {
+export function uniform_(tensor: t.Tensor, a = 0, b = 1, options?: RandomInitOptions): t.Tensor {
+  const opts = checkOptions('uniform_', options, RANDOM);
   return noGrad(() => tensor.uniform_(a, b, gen(opts)));
 }
 
 /** Fills with N(mean, std²). */
-export function normal_(tensor: t.Tensor, mean = 0, std = 1, opts: RandomInitOptions = {}): t.Tensor {
+export function normal_(tensor: t.Tensor, mean = 0, std = 1, options?: RandomInitOptions): t.Tensor {
+  const opts = checkOptions('normal_', options, RANDOM);
   return noGrad(() => tensor.normal_(mean, std, gen(opts)));
 }
 
@@ -108,7 +114,8 @@ export function zeros_(tensor: t.Tensor): t.Tensor {
 }
 
 /** Glorot uniform: U(-a, a) with a = gain·sqrt(6 / (fanIn + fanOut)). */
-export function xavierUniform_(tensor: t.Tensor, gain = 1, opts: RandomInitOptions = {}): t.Tensor {
+export function xavierUniform_(tensor: t.Tensor, gain = 1, options?: RandomInitOptions): t.Tensor {
+  const opts = checkOptions('xavierUniform_', options, RANDOM);
   const [fanIn, fanOut] = calculateFanInAndFanOut(tensor);
   const std = gain * Math.sqrt(2.0 / (fanIn + fanOut));
   const a = Math.sqrt(3.0) * std;
@@ -116,29 +123,32 @@ export function xavierUniform_(tensor: t.Tensor, gain = 1, opts: RandomInitOptio
 }
 
 /** Glorot normal: N(0, std²) with std = gain·sqrt(2 / (fanIn + fanOut)). */
-export function xavierNormal_(tensor: t.Tensor, gain = 1, opts: RandomInitOptions = {}): t.Tensor {
+export function xavierNormal_(tensor: t.Tensor, gain = 1, options?: RandomInitOptions): t.Tensor {
+  const opts = checkOptions('xavierNormal_', options, RANDOM);
   const [fanIn, fanOut] = calculateFanInAndFanOut(tensor);
   const std = gain * Math.sqrt(2.0 / (fanIn + fanOut));
   return normal_(tensor, 0, std, opts);
 }
 
 /** He uniform: U(-bound, bound), bound = gain·sqrt(3 / fan). Defaults as PyTorch (a 0, fanIn, leaky_relu). */
-export function kaimingUniform_(tensor: t.Tensor, opts: KaimingOptions = {}): t.Tensor {
+export function kaimingUniform_(tensor: t.Tensor, options?: KaimingOptions): t.Tensor {
+  const opts = checkOptions('kaimingUniform_', options, KAIMING);
   // PyTorch skips zero-element tensors (their fan may be 0).
   if (tensor.numel() === 0) return tensor;
   const fan = correctFan(tensor, opts.mode ?? 'fanIn');
   const gain = calculateGain(opts.nonlinearity ?? 'leaky_relu', opts.a ?? 0);
   const std = gain / Math.sqrt(fan);
   const bound = Math.sqrt(3.0) * std;
-  return uniform_(tensor, -bound, bound, opts);
+  return uniform_(tensor, -bound, bound, { generator: opts.generator });
 }
 
 /** He normal: N(0, std²), std = gain / sqrt(fan). Defaults as PyTorch (a 0, fanIn, leaky_relu). */
-export function kaimingNormal_(tensor: t.Tensor, opts: KaimingOptions = {}): t.Tensor {
+export function kaimingNormal_(tensor: t.Tensor, options?: KaimingOptions): t.Tensor {
+  const opts = checkOptions('kaimingNormal_', options, KAIMING);
   // PyTorch skips zero-element tensors (their fan may be 0).
   if (tensor.numel() === 0) return tensor;
   const fan = correctFan(tensor, opts.mode ?? 'fanIn');
   const gain = calculateGain(opts.nonlinearity ?? 'leaky_relu', opts.a ?? 0);
   const std = gain / Math.sqrt(fan);
-  return normal_(tensor, 0, std, opts);
+  return normal_(tensor, 0, std, { generator: opts.generator });
 }

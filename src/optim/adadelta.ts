@@ -4,8 +4,8 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { optionNames } from '../core/options.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar, checkLoopOnly, mulScalar_, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface AdadeltaOptions {
@@ -34,7 +34,7 @@ const OPTIONS = optionNames<AdadeltaOptions>({
 
 export class Adadelta extends Optimizer {
   constructor(params: ParamsInput<AdadeltaOptions>, options?: AdadeltaOptions) {
-    const opts = checkOptions('Adadelta', options, OPTIONS);
+    const opts = optimizerOptions('Adadelta', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1.0,
       rho: opts.rho ?? 0.9,

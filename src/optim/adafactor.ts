@@ -8,9 +8,9 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { checkLoopOnly, mulScalar_, newStep, pyMax, pyMin, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface AdafactorOptions {
@@ -66,7 +66,7 @@ function epsOf(g: ParamGroup): [number | null, number] {
 
 export class Adafactor extends Optimizer {
   constructor(params: ParamsInput<AdafactorOptions>, options?: AdafactorOptions) {
-    const opts = checkOptions('Adafactor', options, OPTIONS);
+    const opts = optimizerOptions('Adafactor', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       beta2Decay: opts.beta2Decay ?? -0.8,

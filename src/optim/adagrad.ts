@@ -5,8 +5,8 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { optionNames } from '../core/options.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar_, checkLoopOnly, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface AdagradOptions {
@@ -45,7 +45,7 @@ const OPTIONS = optionNames<AdagradOptions>({
 
 export class Adagrad extends Optimizer {
   constructor(params: ParamsInput<AdagradOptions>, options?: AdagradOptions) {
-    const opts = checkOptions('Adagrad', options, OPTIONS);
+    const opts = optimizerOptions('Adagrad', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       lrDecay: opts.lrDecay ?? 0,

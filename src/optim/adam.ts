@@ -9,10 +9,18 @@
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import { defaultForeach, groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
-import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import {
+  checkNoAmpScaling,
+  flag,
+  hyper,
+  Optimizer,
+  optimizerOptions,
+  type ParamGroup,
+  type ParamsInput,
+} from './optimizer.ts';
 
 export interface AdamOptions {
   /** Learning rate (default 1e-3). */
@@ -53,7 +61,7 @@ const OPTIONS = optionNames<AdamOptions>({
 
 export class Adam extends Optimizer {
   constructor(params: ParamsInput<AdamOptions>, options?: AdamOptions) {
-    const opts = checkOptions('Adam', options, OPTIONS);
+    const opts = optimizerOptions('Adam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],
@@ -285,7 +293,7 @@ export class AdamW extends Adam {
     params: ParamsInput<Omit<AdamOptions, 'decoupledWeightDecay'>>,
     options?: Omit<AdamOptions, 'decoupledWeightDecay'>,
   ) {
-    const opts = checkOptions('AdamW', options, ADAMW_OPTIONS);
+    const opts = optimizerOptions('AdamW', options, ADAMW_OPTIONS);
     super(params, { ...opts, weightDecay: opts.weightDecay ?? 1e-2, decoupledWeightDecay: true });
   }
 

@@ -5,9 +5,9 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import {
   addScalar_,
   checkAdamHypers,
@@ -45,7 +45,7 @@ const OPTIONS = optionNames<AdamaxOptions>({
 
 export class Adamax extends Optimizer {
   constructor(params: ParamsInput<AdamaxOptions>, options?: AdamaxOptions) {
-    const opts = checkOptions('Adamax', options, OPTIONS);
+    const opts = optimizerOptions('Adamax', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 2e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

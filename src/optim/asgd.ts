@@ -6,9 +6,17 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
+import {
+  flag,
+  hyper,
+  Optimizer,
+  optimizerOptions,
+  type ParamGroup,
+  type ParamsInput,
+  type StateValue,
+} from './optimizer.ts';
 import {
   checkLoopOnly,
   mulScalar_,
@@ -48,7 +56,7 @@ const OPTIONS = optionNames<ASGDOptions>({
 
 export class ASGD extends Optimizer {
   constructor(params: ParamsInput<ASGDOptions>, options?: ASGDOptions) {
-    const opts = checkOptions('ASGD', options, OPTIONS);
+    const opts = optimizerOptions('ASGD', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       lambd: opts.lambd ?? 1e-4,

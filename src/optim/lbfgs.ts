@@ -14,11 +14,12 @@
 import { enableGrad, noGrad } from '../autograd/index.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
 import {
   hyper,
   Optimizer,
+  optimizerOptions,
   type ParamGroup,
   type ParamState,
   type ParamsInput,
@@ -547,7 +548,7 @@ function shouldStop(pr: StepProgress, mem: LbfgsMemory, hp: LbfgsHyper): boolean
 
 export class LBFGS extends Optimizer {
   constructor(params: ParamsInput<LBFGSOptions>, options?: LBFGSOptions) {
-    const opts = checkOptions('LBFGS', options, OPTIONS);
+    const opts = optimizerOptions('LBFGS', options, OPTIONS);
     const maxIter = opts.maxIter ?? 20;
     super(params, {
       lr: opts.lr ?? 1,

@@ -7,11 +7,12 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import {
   flag,
   hyper,
   Optimizer,
+  optimizerOptions,
   type ParamGroup,
   type ParamGroupInput,
   type ParamsInput,
@@ -96,7 +97,7 @@ function adjustLr(lr: number, fn: unknown, [rows, cols]: number[]): number {
 
 export class Muon extends Optimizer {
   constructor(params: ParamsInput<MuonOptions>, options?: MuonOptions) {
-    const opts = checkOptions('Muon', options, OPTIONS);
+    const opts = optimizerOptions('Muon', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       weightDecay: opts.weightDecay ?? 0.1,

@@ -8,9 +8,17 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
+import {
+  flag,
+  hyper,
+  Optimizer,
+  optimizerOptions,
+  type ParamGroup,
+  type ParamsInput,
+  type StateValue,
+} from './optimizer.ts';
 import {
   addScalar_,
   checkAdamHypers,
@@ -56,7 +64,7 @@ const OPTIONS = optionNames<NAdamOptions>({
 
 export class NAdam extends Optimizer {
   constructor(params: ParamsInput<NAdamOptions>, options?: NAdamOptions) {
-    const opts = checkOptions('NAdam', options, OPTIONS);
+    const opts = optimizerOptions('NAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 2e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

@@ -11,7 +11,20 @@ import { enableGrad, noGrad } from '../autograd/index.ts';
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { camelCase, setToNoneArg } from '../core/options.ts';
+import { camelCase, checkOptions, setToNoneArg } from '../core/options.ts';
+
+/**
+ * An optimizer's options after checkOptions: PyTorch's `capturable` and `differentiable`
+ * are taken only as false (their default; CUDA graphs and differentiating through a step
+ * are not implemented), so ported code that spells them out runs.
+ */
+export function optimizerOptions<O extends object>(
+  fn: string,
+  options: O | undefined,
+  names: readonly string[],
+): O {
+  return checkOptions(fn, options, names, { only: { capturable: false, differentiable: false } });
+}
 
 /** One parameter group: its parameters and hyperparameters (lr, momentum, betas, ...). */
 export type ParamGroup = { params: Tensor[]; lr: number; [hyper: string]: unknown };
@@ -84,9 +97,9 @@ export abstract class Optimizer {
       // A group may carry keys of its own (PyTorch keeps them too), but PyTorch's spelling
       // of a hyperparameter would be one of those, and the group would run on the default.
       const camel = camelCase(k);
-      if (camel !== k && camel in this.defaults)
+      if (camel !== k && Object.hasOwn(this.defaults, camel))
         throw new TypeError(
-          `param group: '${k}' is PyTorch's spelling of the hyperparameter '${camel}'; use '${camel}' (a group's other keys are kept as they are)`,
+          `${this.constructor.name} param group: '${k}' is PyTorch's spelling of the hyperparameter '${camel}'; use '${camel}' (a group's other keys are kept as they are)`,
         );
       full[k] = v;
     }

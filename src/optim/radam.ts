@@ -8,9 +8,9 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import {
   addScalar_,
   checkAdamHypers,
@@ -53,7 +53,7 @@ const OPTIONS = optionNames<RAdamOptions>({
 
 export class RAdam extends Optimizer {
   constructor(params: ParamsInput<RAdamOptions>, options?: RAdamOptions) {
-    const opts = checkOptions('RAdam', options, OPTIONS);
+    const opts = optimizerOptions('RAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

@@ -6,8 +6,8 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { optionNames } from '../core/options.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { addScalar_, checkLoopOnly, mulScalar_, newStep, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface RMSpropOptions {
@@ -42,7 +42,7 @@ const OPTIONS = optionNames<RMSpropOptions>({
 
 export class RMSprop extends Optimizer {
   constructor(params: ParamsInput<RMSpropOptions>, options?: RMSpropOptions) {
-    const opts = checkOptions('RMSprop', options, OPTIONS);
+    const opts = optimizerOptions('RMSprop', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       momentum: opts.momentum ?? 0,

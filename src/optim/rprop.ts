@@ -7,8 +7,8 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import { optionNames } from '../core/options.ts';
+import { flag, hyper, Optimizer, optimizerOptions, type ParamGroup, type ParamsInput } from './optimizer.ts';
 import { checkLoopOnly, newStep, pairOf, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface RpropOptions {
@@ -34,7 +34,7 @@ const OPTIONS = optionNames<RpropOptions>({
 
 export class Rprop extends Optimizer {
   constructor(params: ParamsInput<RpropOptions>, options?: RpropOptions) {
-    const opts = checkOptions('Rprop', options, OPTIONS);
+    const opts = optimizerOptions('Rprop', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-2,
       etas: opts.etas ? [...opts.etas] : [0.5, 1.2],

@@ -8,9 +8,17 @@
 import { isFloatingPoint } from '../core/dtype.ts';
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { defaultForeach, groupIndicesByDeviceAndDtype, pick } from './grouping.ts';
-import { checkNoAmpScaling, flag, hyper, Optimizer, type ParamGroup, type ParamsInput } from './optimizer.ts';
+import {
+  checkNoAmpScaling,
+  flag,
+  hyper,
+  Optimizer,
+  optimizerOptions,
+  type ParamGroup,
+  type ParamsInput,
+} from './optimizer.ts';
 
 export interface SGDOptions {
   /** Learning rate (default 1e-3). */
@@ -48,7 +56,7 @@ const OPTIONS = optionNames<SGDOptions>({
 
 export class SGD extends Optimizer {
   constructor(params: ParamsInput<SGDOptions>, options?: SGDOptions) {
-    const opts = checkOptions('SGD', options, OPTIONS);
+    const opts = optimizerOptions('SGD', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       momentum: opts.momentum ?? 0,

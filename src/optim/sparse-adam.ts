@@ -9,9 +9,17 @@
 
 import type { Tensor } from '../core/index.ts';
 import * as t from '../core/index.ts';
-import { checkOptions, optionNames } from '../core/options.ts';
+import { optionNames } from '../core/options.ts';
 import { cPow } from './c-math.ts';
-import { flag, hyper, Optimizer, type ParamGroup, type ParamsInput, type StateValue } from './optimizer.ts';
+import {
+  flag,
+  hyper,
+  Optimizer,
+  optimizerOptions,
+  type ParamGroup,
+  type ParamsInput,
+  type StateValue,
+} from './optimizer.ts';
 import { addScalar_, mulScalar, mulScalar_, pairOf, stateTensor, withGrads } from './per-parameter.ts';
 
 export interface SparseAdamOptions {
@@ -49,7 +57,7 @@ const call = (op: string, ...args: unknown[]): Tensor => t.ops.call(op, ...args)
 
 export class SparseAdam extends Optimizer {
   constructor(params: ParamsInput<SparseAdamOptions>, options?: SparseAdamOptions) {
-    const opts = checkOptions('SparseAdam', options, OPTIONS);
+    const opts = optimizerOptions('SparseAdam', options, OPTIONS);
     super(params, {
       lr: opts.lr ?? 1e-3,
       betas: opts.betas ? [...opts.betas] : [0.9, 0.999],

@@ -5,6 +5,7 @@
 // PyTorch's bit for bit; test/swa-utils.test.ts compares them with PyTorch's.
 import { noGrad } from '../autograd/index.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { deepCopyModule } from '../nn/copy.ts';
 import { BatchNorm, Module } from '../nn/index.ts';
 import { cCos } from './c-math.ts';
@@ -179,6 +180,12 @@ export interface SWALROptions {
   lastEpoch?: number;
 }
 
+const SWALR_OPTIONS = optionNames<SWALROptions>({
+  annealEpochs: true,
+  annealStrategy: true,
+  lastEpoch: true,
+});
+
 /**
  * torch.optim.swa_utils.SWALR: anneals each group's lr to its `swaLr` over `annealEpochs`
  * steps (cosine or linear), then holds it. Each group gets `swaLr` (PyTorch's swa_lr).
@@ -187,7 +194,8 @@ export class SWALR extends LRScheduler {
   annealEpochs: number;
   _annealStrategy: 'cos' | 'linear';
 
-  constructor(optimizer: Optimizer, swaLr: number | number[], opts: SWALROptions = {}) {
+  constructor(optimizer: Optimizer, swaLr: number | number[], options?: SWALROptions) {
+    const opts = checkOptions('SWALR', options, SWALR_OPTIONS);
     super(optimizer, opts.lastEpoch ?? -1);
     const groups = optimizer.paramGroups;
     const lrs = Array.isArray(swaLr) ? swaLr : groups.map(() => swaLr);

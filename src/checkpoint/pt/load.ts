@@ -7,7 +7,7 @@
 
 import { constants } from 'node:buffer';
 import { open } from 'node:fs/promises';
-import { checkOptions } from '../../core/options.ts';
+import { checkOptions, optionNames } from '../../core/options.ts';
 import { pickleMagic } from '../pickle.ts';
 import { SerializationError } from './errors.ts';
 import { isLegacy, isTar, readLegacy } from './legacy.ts';
@@ -133,9 +133,8 @@ function batches(records: StorageRecord[]): StorageRecord[][] {
 
 /** Parses torch.save bytes held in memory; `name` is used in errors. */
 export function loads<T = PtValue>(bytes: Uint8Array, opts: { name?: string } & LoadOptions = {}): T {
-  const { name, ...load } = opts;
-  checkLoadOptions('loads', load);
-  const file = name ?? '<buffer>';
+  checkLoadOptions('loads', opts, LOADS_OPTIONS);
+  const file = opts.name ?? '<buffer>';
   const parsed = parse(bytes, file);
   toJs(parsed.root, () => null, file); // the dry run: refuses before anything is allocated
   const factory = new TensorFactory();
@@ -185,7 +184,7 @@ async function readWhole(path: string): Promise<Uint8Array> {
  * shared a storage share memory.
  */
 export async function load<T = PtValue>(path: string, options?: LoadOptions): Promise<T> {
-  checkLoadOptions('load', options);
+  checkLoadOptions('load', options, LOAD_OPTIONS);
   return loads<T>(await readWhole(path), { name: path });
 }
 
@@ -200,8 +199,11 @@ export interface LoadOptions {
   weightsOnly?: true;
 }
 
-function checkLoadOptions(fn: string, options: LoadOptions | undefined): void {
-  const opts = checkOptions(fn, options, ['mapLocation', 'weightsOnly']);
+const LOAD_OPTIONS = optionNames<LoadOptions>({ mapLocation: true, weightsOnly: true });
+const LOADS_OPTIONS = [...LOAD_OPTIONS, 'name'];
+
+function checkLoadOptions(fn: string, options: LoadOptions | undefined, names: readonly string[]): void {
+  const opts = checkOptions(fn, options, names);
   if (opts.mapLocation !== undefined && opts.mapLocation !== 'cpu')
     throw new TypeError(
       `${fn}(): mapLocation ${JSON.stringify(opts.mapLocation)} is not supported: tensors load on the CPU; move them with .to() afterwards`,

@@ -74,12 +74,12 @@ class CifarBase {
     private readonly variant: Variant,
     readonly options: CifarOptions,
   ) {
-    if ((options as { download?: boolean }).download !== undefined) {
+    if ((options as { download?: boolean }).download === true) {
       throw new TypeError(
         `${variant.name}: the constructor does not download (it is synchronous); use \`await ${variant.name}.create({ root, download: true })\``,
       );
     }
-    checkOptions(variant.name, options, OPTIONS);
+    checkOptions(variant.name, options, OPTIONS, { only: { download: false } });
     this.train = options.train ?? true;
     this.transform = options.transform === undefined ? undefined : buildTransform(options.transform);
     this.record = variant.labelBytes + 3 * PIXELS;
@@ -189,6 +189,7 @@ export class CIFAR10 extends CifarBase {
   /** Like `torchvision.datasets.CIFAR10(root, train, download=True)`: downloads (MD5-checked) if asked, then opens. */
   static async create(options: CifarOptions & { download?: boolean }): Promise<CIFAR10> {
     const { download, ...rest } = options;
+    checkOptions('CIFAR10.create', rest, OPTIONS);
     if (download) await CIFAR10.download(rest.root, { url: rest.url, md5: rest.md5 });
     return new CIFAR10(rest);
   }
@@ -204,6 +205,7 @@ export class CIFAR100 extends CifarBase {
   }
   static async create(options: CifarOptions & { download?: boolean }): Promise<CIFAR100> {
     const { download, ...rest } = options;
+    checkOptions('CIFAR100.create', rest, OPTIONS);
     if (download) await CIFAR100.download(rest.root, { url: rest.url, md5: rest.md5 });
     return new CIFAR100(rest);
   }

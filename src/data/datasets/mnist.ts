@@ -137,7 +137,7 @@ class MnistBase {
         `${variant.name}: the constructor does not download (it is synchronous); use \`await ${variant.name}.create({ root, download: true })\``,
       );
     }
-    checkOptions(variant.name, options, OPTIONS);
+    checkOptions(variant.name, options, OPTIONS, { only: { download: false } });
     this.train = options.train ?? true;
     this.transform = options.transform === undefined ? undefined : buildTransform(options.transform);
     const raw = join(options.root, variant.name, 'raw');
@@ -256,6 +256,7 @@ export class MNIST extends MnistBase {
   /** Like `torchvision.datasets.MNIST(root, train, download=True)`: downloads (MD5-checked) if asked, then opens. */
   static async create(options: MnistOptions & { download?: boolean }): Promise<MNIST> {
     const { download, ...rest } = options;
+    checkOptions('MNIST.create', rest, OPTIONS);
     if (download) await MNIST.download(rest.root, { mirrors: rest.mirrors, md5: rest.md5 });
     return new MNIST(rest);
   }
@@ -285,6 +286,7 @@ export class FashionMNIST extends MnistBase {
   }
   static async create(options: MnistOptions & { download?: boolean }): Promise<FashionMNIST> {
     const { download, ...rest } = options;
+    checkOptions('FashionMNIST.create', rest, OPTIONS);
     if (download) await FashionMNIST.download(rest.root, { mirrors: rest.mirrors, md5: rest.md5 });
     return new FashionMNIST(rest);
   }
@@ -303,6 +305,7 @@ export class KMNIST extends MnistBase {
   }
   static async create(options: MnistOptions & { download?: boolean }): Promise<KMNIST> {
     const { download, ...rest } = options;
+    checkOptions('KMNIST.create', rest, OPTIONS);
     if (download) await KMNIST.download(rest.root, { mirrors: rest.mirrors, md5: rest.md5 });
     return new KMNIST(rest);
   }

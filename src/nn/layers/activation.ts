@@ -7,7 +7,7 @@ import * as t from '../../core/index.ts';
 import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
 import * as nnInit from '../init.ts';
-import { Module } from '../module.ts';
+import { Module, pyFloat } from '../module.ts';
 import { Parameter } from '../parameter.ts';
 import type { FactoryOptions } from './linear.ts';
 
@@ -126,7 +126,7 @@ export abstract class _AlphaActivation extends _InplaceActivation {
   }
 
   override extraRepr(): string {
-    return `alpha=${this.alpha}${inplaceText(this.inplace)}`;
+    return `alpha=${pyFloat(this.alpha)}${inplaceText(this.inplace)}`;
   }
 }
 
@@ -175,7 +175,7 @@ export class Hardtanh extends _InplaceActivation {
   }
 
   override extraRepr(): string {
-    return `min_val=${this.minVal}, max_val=${this.maxVal}${inplaceText(this.inplace)}`;
+    return `min_val=${pyFloat(this.minVal)}, max_val=${pyFloat(this.maxVal)}${inplaceText(this.inplace)}`;
   }
 }
 
@@ -320,7 +320,7 @@ export class Softplus extends Module {
   }
 
   override extraRepr(): string {
-    return `beta=${this.beta}, threshold=${this.threshold}`;
+    return `beta=${pyFloat(this.beta)}, threshold=${pyFloat(this.threshold)}`;
   }
 }
 

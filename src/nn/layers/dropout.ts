@@ -4,7 +4,7 @@
 import type * as t from '../../core/index.ts';
 import { type Args, bind, signature } from '../args.ts';
 import * as F from '../functional.ts';
-import { Module } from '../module.ts';
+import { Module, pyFloat } from '../module.ts';
 
 const DROPOUT = signature(
   ['Dropout', 'Dropout1d', 'Dropout2d', 'Dropout3d', 'AlphaDropout', 'FeatureAlphaDropout'],
@@ -33,7 +33,7 @@ export abstract class _DropoutNd extends Module {
   }
 
   override extraRepr(): string {
-    return `p=${this.p}, inplace=${this.inplace ? 'True' : 'False'}`;
+    return `p=${pyFloat(this.p)}, inplace=${this.inplace ? 'True' : 'False'}`;
   }
 }
 

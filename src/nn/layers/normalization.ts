@@ -215,6 +215,6 @@ export class LocalResponseNorm extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.size}, alpha=${this.alpha}, beta=${this.beta}, k=${this.k}`;
+    return `${this.size}, alpha=${pyFloat(this.alpha)}, beta=${pyFloat(this.beta)}, k=${pyFloat(this.k)}`;
   }
 }
