@@ -51,6 +51,26 @@ export interface DDPOptions {
   processGroup?: ProcessGroup;
 }
 
+/**
+ * The parameters DDP synchronises (those that require a gradient), after checking that
+ * there are some and that `deviceIds` fits the module: at most one device per process,
+ * and none for a module on the CPU (PyTorch's ValueError there too).
+ */
+function trainableParameters(module: Module, deviceIds: number[]): [string, Tensor][] {
+  if (deviceIds.length > 1)
+    throw new TypeError(
+      'DistributedDataParallel: one device per process (deviceIds has at most one entry), as in PyTorch',
+    );
+  const named = module.namedParameters().filter(([, p]) => p.requiresGrad);
+  if (named.length === 0)
+    throw new TypeError('DistributedDataParallel: the module has no parameter that requires a gradient');
+  if (deviceIds.length > 0 && named.some(([, p]) => p.device === 'cpu'))
+    throw new TypeError(
+      `DistributedDataParallel: deviceIds only work with modules on a GPU, but got deviceIds [${deviceIds.join(', ')}] and module parameters on the CPU (leave deviceIds out on the CPU)`,
+    );
+  return named;
+}
+
 const OPTIONS = optionNames<DDPOptions>({
   deviceIds: true,
   bucketCapMb: true,
@@ -128,26 +148,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     if (opts.powerSGD !== undefined && opts.commHook !== 'powerSGD')
       throw new TypeError("DistributedDataParallel: powerSGD options need commHook: 'powerSGD'");
     const powerSGD = opts.commHook === 'powerSGD' ? resolvePowerSGDOptions(opts.powerSGD) : undefined;
-    if (opts.deviceIds && opts.deviceIds.length > 1) {
-      throw new TypeError(
-        'DistributedDataParallel: one device per process (deviceIds has at most one entry), as in PyTorch',
-      );
-    }
-
-    const named = module.namedParameters().filter(([, p]) => p.requiresGrad);
-    if (named.length === 0) {
-      throw new TypeError('DistributedDataParallel: the module has no parameter that requires a gradient');
-    }
-    if (
-      opts.deviceIds !== undefined &&
-      opts.deviceIds.length > 0 &&
-      named.some(([, p]) => p.device === 'cpu')
-    ) {
-      // PyTorch's ValueError: device_ids name the GPU a module lives on; a CPU module has none.
-      throw new TypeError(
-        `DistributedDataParallel: deviceIds only work with modules on a GPU, but got deviceIds [${opts.deviceIds.join(', ')}] and module parameters on the CPU (leave deviceIds out on the CPU)`,
-      );
-    }
+    const named = trainableParameters(module, opts.deviceIds ?? []);
     this.params = named.map(([, p]) => p);
     const handles = this.params.map((p) => p.h);
 

@@ -15,8 +15,8 @@ import { camelCase, checkOptions, setToNoneArg } from '../core/options.ts';
 
 /**
  * An optimizer's options after checkOptions: PyTorch's `capturable` and `differentiable`
- * are taken only as false (their default; CUDA graphs and differentiating through a step
- * are not implemented), so ported code that spells them out runs.
+ * are taken only as false, their default (tsddp has neither CUDA-graph capture nor
+ * differentiation through a step), so ported code that spells them out runs.
  */
 export function optimizerOptions<O extends object>(
   fn: string,
