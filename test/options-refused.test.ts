@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import {
   CIFAR10,
   DataLoader,
+  DistributedEvalSampler,
   DistributedSampler,
   FakeData,
   ImageFolder,
@@ -378,5 +379,51 @@ test('models, initProcessGroup, autograd, init, unique, cdist, crossEntropy and 
   refuses(
     () => new t.optim.swaUtils.SWALR(opt, 0.05, { anneal_epochs: 5 } as never),
     unknown('SWALR', 'anneal_epochs', 'annealEpochs'),
+  );
+});
+
+test('safetensors, downloads, DistributedEvalSampler, updateBn and ZeroRedundancyOptimizer refuse unknown options', async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'tsddp-options-'));
+  try {
+    const path = join(tmp, 'x.safetensors');
+    await t.safetensors.saveFile({ w: t.arange(2) }, path);
+    // safetensors.torch.load_file(path, device='cpu') runs as written.
+    assert.deepEqual((await t.safetensors.loadFile(path, { device: 'cpu' } as never)).w.toArray(), [0, 1]);
+    await assert.rejects(
+      t.safetensors.loadFile(path, { device: 'cuda' } as never),
+      /^TypeError: readSafetensors\(\): device='cuda' is not supported by tsddp \(only 'cpu', PyTorch's default\)$/,
+    );
+    refuses(() => t.safetensors.save({}, { metadat: {} } as never), unknown('save', 'metadat', 'metadata'));
+    await assert.rejects(
+      t.safetensors.saveFile({}, join(tmp, 'y.safetensors'), { metdata: {} } as never),
+      unknown('saveFile', 'metdata', 'metadata'),
+    );
+    // Refused before anything is fetched.
+    await assert.rejects(
+      CIFAR10.download(tmp, { URL: 'x' } as never),
+      unknown('CIFAR10.download', 'URL', 'url'),
+    );
+    await assert.rejects(
+      MNIST.download(tmp, { mirror: ['x'] } as never),
+      unknown('MNIST.download', 'mirror', 'mirrors'),
+    );
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  refuses(
+    () => new DistributedEvalSampler({ length: 4 }, { num_replicas: 2 } as never),
+    unknown('DistributedEvalSampler', 'num_replicas', 'numReplicas'),
+  );
+  await assert.rejects(
+    t.optim.swaUtils.updateBn([], new t.nn.Linear(1, 1), { dev: 'cpu' } as never),
+    unknown('updateBn', 'dev'),
+  );
+  refuses(
+    () =>
+      new t.distributed.optim.ZeroRedundancyOptimizer([t.zeros([1]).requiresGrad_()], {
+        optimizerClass: t.optim.SGD,
+        parameters_as_bucket_view: true,
+      } as never),
+    unknown('ZeroRedundancyOptimizer', 'parameters_as_bucket_view', 'parametersAsBucketView'),
   );
 });

@@ -7,6 +7,7 @@ import { open } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { ITEM_SIZE } from '../core/dtype.ts';
 import * as t from '../core/index.ts';
+import { checkOptions, optionNames } from '../core/options.ts';
 import { type ProgressHook, type WrittenFile, writeFileAtomic } from './atomic.ts';
 import { FORMAT_DTYPES, FORMAT_OF_DTYPE, type FormatDtype } from './dtypes.ts';
 import { SafetensorsError } from './errors.ts';
@@ -55,6 +56,11 @@ export interface SaveOptions {
   /** Free-form string → string map stored as `__metadata__`. */
   metadata?: Record<string, string> | null;
 }
+
+const READ_OPTIONS = optionNames<ReadOptions>({ otherDtypes: true });
+const SAVE_OPTIONS = optionNames<SaveOptions>({ metadata: true });
+// safetensors.torch.load_file(path, device='cpu'): the CPU is where tsddp loads.
+const CPU_ONLY = { only: { device: 'cpu' } };
 
 /** Random access to the bytes of a file (or anything file-like), for readSafetensors. */
 export interface ByteSource {
@@ -161,7 +167,8 @@ function* chunks(p: Plan, file: string): Generator<Uint8Array> {
 }
 
 /** The safetensors bytes of `tensors` (like safetensors.torch.save). */
-export function save(tensors: Record<string, t.Tensor>, opts: SaveOptions = {}): Uint8Array {
+export function save(tensors: Record<string, t.Tensor>, options?: SaveOptions): Uint8Array {
+  const opts = checkOptions('save', options, SAVE_OPTIONS);
   const p = plan(tensors, opts.metadata ?? null, '<buffer>');
   const out = new Uint8Array(p.size);
   let at = 0;
@@ -179,8 +186,9 @@ export function save(tensors: Record<string, t.Tensor>, opts: SaveOptions = {}):
 export async function saveFile(
   tensors: Record<string, t.Tensor>,
   path: string,
-  opts: SaveOptions & { onProgress?: ProgressHook } = {},
+  options?: SaveOptions & { onProgress?: ProgressHook },
 ): Promise<WrittenFile> {
+  const opts = checkOptions('saveFile', options, [...SAVE_OPTIONS, 'onProgress']);
   const p = plan(tensors, opts.metadata ?? null, path);
   return writeFileAtomic(path, chunks(p, path), opts.onProgress);
 }
@@ -258,8 +266,9 @@ function rawTensor(e: TensorEntry, bytes: Uint8Array): RawTensor {
 /** Parses safetensors bytes held in memory; `name` is used in errors. */
 export function deserialize(
   bytes: Uint8Array,
-  opts: { name?: string } & ReadOptions = {},
+  options?: { name?: string } & ReadOptions,
 ): SafetensorsContents {
+  const opts = checkOptions('deserialize', options, [...READ_OPTIONS, 'name'], CPU_ONLY);
   checkHost();
   const file = opts.name ?? '<buffer>';
   const prefix = bytes.subarray(0, 8);
@@ -352,8 +361,9 @@ export async function readHeader(pathOrSource: string | ByteSource): Promise<Saf
 /** Reads and validates a safetensors file: tensors and metadata (and raw tensors, when asked). */
 export async function readSafetensors(
   pathOrSource: string | ByteSource,
-  opts: ReadOptions = {},
+  options?: ReadOptions,
 ): Promise<SafetensorsContents> {
+  const opts = checkOptions('readSafetensors', options, READ_OPTIONS, CPU_ONLY);
   return withSource(pathOrSource, async (src) => {
     const header = await headerOf(src);
     checkOtherDtypes(header, opts, src.name);

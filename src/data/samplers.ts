@@ -428,8 +428,9 @@ export class DistributedEvalSampler implements Sampler {
 
   constructor(
     private readonly dataset: Sized,
-    opts: { numReplicas?: number; rank?: number } = {},
+    options?: { numReplicas?: number; rank?: number },
   ) {
+    const opts = checkOptions('DistributedEvalSampler', options, ['numReplicas', 'rank']);
     this.numReplicas = opts.numReplicas ?? fromLauncher('WORLD_SIZE', 'numReplicas');
     this.rank = opts.rank ?? fromLauncher('RANK', 'rank');
     checkPositiveInt('DistributedEvalSampler: numReplicas', this.numReplicas);

@@ -180,6 +180,7 @@ export interface SWALROptions {
   lastEpoch?: number;
 }
 
+const UPDATE_BN_OPTIONS = ['device', 'input'];
 const SWALR_OPTIONS = optionNames<SWALROptions>({
   annealEpochs: true,
   annealStrategy: true,
@@ -254,8 +255,9 @@ export interface UpdateBnOptions {
 export async function updateBn(
   loader: AsyncIterable<unknown> | Iterable<unknown>,
   model: Module,
-  opts: UpdateBnOptions = {},
+  options?: UpdateBnOptions,
 ): Promise<void> {
+  const opts = checkOptions('updateBn', options, UPDATE_BN_OPTIONS);
   const momenta = new Map<BatchNorm, number | null>();
   for (const m of model.modules()) {
     if (m instanceof BatchNorm) {

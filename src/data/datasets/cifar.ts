@@ -112,6 +112,7 @@ class CifarBase {
     variant: Variant,
     opts: { root: string; url?: string; md5?: string },
   ): Promise<void> {
+    checkOptions(`${variant.name}.download`, opts, ['root', 'url', 'md5']);
     const folder = join(opts.root, variant.folder);
     if ([...variant.train, ...variant.test].every((f) => existsSync(join(folder, f)))) return;
     const url = opts.url ?? variant.url;

@@ -165,6 +165,7 @@ class MnistBase {
     variant: Variant,
     opts: DownloadOptions & { root: string },
   ): Promise<void> {
+    checkOptions(`${variant.name}.download`, opts, ['root', 'mirrors', 'md5']);
     const raw = join(opts.root, variant.name, 'raw');
     for (const [file, officialMd5] of variant.resources) {
       const target = join(raw, file.slice(0, -'.gz'.length));

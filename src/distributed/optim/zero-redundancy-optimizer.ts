@@ -9,6 +9,7 @@ import { noGrad } from '../../autograd/index.ts';
 import { loads } from '../../checkpoint/pt/load.ts';
 import { dumps } from '../../checkpoint/pt/save.ts';
 import * as t from '../../core/index.ts';
+import { camelCase, unknownOption } from '../../core/options.ts';
 import type { Tensor } from '../../core/tensor.ts';
 import {
   Optimizer,
@@ -93,6 +94,10 @@ export class ZeroRedundancyOptimizer extends Optimizer implements Joinable {
         'ZeroRedundancyOptimizer(): optimizerClass must be an optimizer class, such as t.optim.SGD',
       );
     const defaults = Object.fromEntries(Object.entries(opts).filter(([k]) => !OWN_KEYS.has(k)));
+    // The other keys are the local optimizer's, which refuses what it does not take; a
+    // snake_case spelling of ZeRO's own option is named here instead.
+    for (const k of Object.keys(defaults))
+      if (OWN_KEYS.has(camelCase(k))) throw unknownOption('ZeroRedundancyOptimizer', k, [...OWN_KEYS]);
     super(params, defaults);
     const all = this.paramGroups.flatMap((g) => g.params);
     const dtype = all[0].dtype;
