@@ -181,16 +181,17 @@ export class Tensor implements Handle {
    * `loss.backward({ retainGraph: true })` or `y.backward(g, { retainGraph: true })`.
    */
   backward(gradientOrOptions?: Tensor | BackwardOptions, options?: BackwardOptions): void {
-    const gradient = gradientOrOptions instanceof Tensor ? gradientOrOptions : undefined;
-    if (gradientOrOptions !== undefined && gradient === undefined && options !== undefined)
-      throw new TypeError('backward(): the first argument is the gradient (a Tensor) when options follow it');
-    const opts = checkOptions(
-      'backward',
-      gradient === undefined && gradientOrOptions !== undefined
-        ? (gradientOrOptions as BackwardOptions)
-        : options,
-      BACKWARD_OPTIONS,
-    );
+    let gradient: Tensor | undefined;
+    let given = options;
+    if (gradientOrOptions instanceof Tensor) gradient = gradientOrOptions;
+    else if (gradientOrOptions !== undefined) {
+      if (options !== undefined)
+        throw new TypeError(
+          'backward(): the first argument is the gradient (a Tensor) when options follow it',
+        );
+      given = gradientOrOptions;
+    }
+    const opts = checkOptions('backward', given, BACKWARD_OPTIONS);
     native.backward(
       [this.h],
       [gradient ? gradient.h : null],

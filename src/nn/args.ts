@@ -120,9 +120,7 @@ export function signatures(): ReadonlyMap<string, Signature> {
 }
 
 /** Whether `v` is an options object: a plain object (not a tensor, array, module, function...). */
-export function isOptionsObject(v: unknown): v is Record<string, unknown> {
-  return isPlainObject(v);
-}
+export const isOptionsObject = isPlainObject;
 
 /**
  * The options object of a forward() whose optional arguments are taken by name only
